@@ -1,0 +1,21 @@
+"""The one error type for bad user input: it names the file, the item or line, and the field."""
+
+from __future__ import annotations
+
+__all__ = ["InputError"]
+
+
+class InputError(ValueError):
+    """Bad input file or config value.
+
+    The message reads `<file>: <where>: <field>: <problem>`, e.g.
+    `data/qaset.json: item 3: gold_ids: expected a list of strings, got int`.
+    """
+
+    def __init__(self, file: str, problem: str, *, where: str | None = None, field: str | None = None):
+        self.file = str(file)
+        self.where = where
+        self.field = field
+        self.problem = problem
+        parts = [self.file] + [p for p in (where, field) if p] + [problem]
+        super().__init__(": ".join(parts))

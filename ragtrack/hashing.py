@@ -1,0 +1,36 @@
+"""Canonical JSON and content hashes: the basis of every version stamp."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["canonical_json", "sha1_bytes", "sha1_file", "sha256_bytes", "sha256_file", "sha256_json"]
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys, no insignificant whitespace and UTF-8 text kept as is."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def sha1_bytes(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha1_file(path: str | Path) -> str:
+    return sha1_bytes(Path(path).read_bytes())
+
+
+def sha256_file(path: str | Path) -> str:
+    return sha256_bytes(Path(path).read_bytes())
+
+
+def sha256_json(obj: Any) -> str:
+    """sha256 of `canonical_json(obj)`: equal for equal content, whatever the key order."""
+    return sha256_bytes(canonical_json(obj).encode("utf-8"))

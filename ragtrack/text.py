@@ -1,0 +1,105 @@
+"""Shared text helpers of SPEC §0, used by every deterministic scorer.
+
+The `*_normed` variants take text that is already `norm()`-ed, so that a scorer can
+normalise each string once and compare it many times.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = [
+    "bigrams",
+    "bigrams_normed",
+    "evidence_keywords",
+    "fuzzy_equal",
+    "fuzzy_equal_normed",
+    "jaccard",
+    "norm",
+]
+
+_WS = re.compile(r"\s+")
+# English tokens and unbroken runs of CJK ideographs, in text order (SPEC §1.3).
+_KEYWORD_PIECE = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*|[\u3400-\u4dbf\u4e00-\u9fff]+")
+
+
+def norm(s: str | None) -> str:
+    """Unicode NFKC, then drop all whitespace, then casefold; `None` is `""`."""
+    if not s:
+        return ""
+    return _WS.sub("", unicodedata.normalize("NFKC", s)).casefold()
+
+
+def bigrams_normed(x: str) -> frozenset[str]:
+    """Character bigrams of an already normalised string (length 1: the string itself)."""
+    if len(x) < 2:
+        return frozenset((x,)) if x else frozenset()
+    return frozenset(x[i : i + 2] for i in range(len(x) - 1))
+
+
+def bigrams(s: str | None) -> frozenset[str]:
+    """The set of character bigrams of `norm(s)`."""
+    return bigrams_normed(norm(s))
+
+
+def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    """|A ∩ B| / |A ∪ B|, and 0 when both are empty."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def fuzzy_equal_normed(
+    x: str,
+    y: str,
+    bx: frozenset[str],
+    by: frozenset[str],
+    *,
+    threshold: float = 0.72,
+    min_containment_chars: int = 2,
+) -> bool:
+    """`fuzzy_equal` on normalised strings `x`, `y` with their bigram sets `bx`, `by`."""
+    if not x or not y:
+        return not x and not y
+    if min(len(x), len(y)) >= min_containment_chars and (x in y or y in x):
+        return True
+    return jaccard(bx, by) >= threshold
+
+
+def fuzzy_equal(
+    a: str | None, b: str | None, *, threshold: float = 0.72, min_containment_chars: int = 2
+) -> bool:
+    """SPEC §0: containment (shorter side ≥ `min_containment_chars`) or bigram Jaccard ≥ threshold."""
+    x, y = norm(a), norm(b)
+    return fuzzy_equal_normed(
+        x,
+        y,
+        bigrams_normed(x),
+        bigrams_normed(y),
+        threshold=threshold,
+        min_containment_chars=min_containment_chars,
+    )
+
+
+def evidence_keywords(text: str | None, limit: int = 30) -> list[str]:
+    """Keywords of an evidence text, in order of first appearance, de-duplicated, first `limit`.
+
+    English tokens come from the NFKC+casefold text (length ≥ 2, or purely numeric);
+    Chinese keywords are the bigrams of each unbroken run of CJK ideographs (a run of
+    one ideograph gives that character).
+    """
+    folded = unicodedata.normalize("NFKC", text or "").casefold()
+    seen: dict[str, None] = {}
+    for m in _KEYWORD_PIECE.finditer(folded):
+        piece = m.group(0)
+        if piece[0].isascii():
+            if len(piece) >= 2 or piece.isdigit():
+                seen.setdefault(piece, None)
+        elif len(piece) == 1:
+            seen.setdefault(piece, None)
+        else:
+            for i in range(len(piece) - 1):
+                seen.setdefault(piece[i : i + 2], None)
+        if len(seen) >= limit:
+            break
+    return list(seen)[:limit]

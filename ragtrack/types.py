@@ -1,0 +1,219 @@
+"""Pydantic models passed between ragtrack's modules.
+
+Every hand-off between loaders, generators, scorers, gates, the runner and the tracking
+layer is one of these models, never a bare dict, so that a field's meaning and type are
+stated once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AnswerExample",
+    "CaseScore",
+    "ContextChunk",
+    "EvalCase",
+    "EvalFile",
+    "EvalSet",
+    "ExpectedV2",
+    "GateCondition",
+    "GateResult",
+    "GateSpec",
+    "Generation",
+    "Gold",
+    "Prediction",
+    "RagReference",
+    "ScoreValue",
+    "ScorerInfo",
+    "ScorerOutput",
+    "SubsetInfo",
+]
+
+EvalFormat = Literal["question_v2", "qaset", "rag"]
+ScoreValue = float | int | bool | str | None
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- eval sets
+
+
+class AnswerExample(_Frozen):
+    """The target fields of a `question_v2` item (SPEC §1)."""
+
+    target_audience: str
+    main_topic: str
+    sub_topic: str
+    detailed_description: list[str]
+    original_evidence: str
+    predicted_questions: list[str]
+
+
+class ExpectedV2(_Frozen):
+    """`expected` of a `question_v2` item: the answer example and its source map."""
+
+    answer_example: AnswerExample
+    source_map: list[Any] = Field(default_factory=list)
+
+
+class Gold(_Frozen):
+    """Gold labels of a `qaset` item (SPEC §2)."""
+
+    answerable: bool
+    gold_ids: list[str] = Field(default_factory=list)
+    gold_claim: str | None = None
+
+
+class RagReference(_Frozen):
+    """Ground truth of a `rag` item (SPEC §3); every field is optional."""
+
+    ground_truth_answer: str | None = None
+    ground_truth_contexts: list[str] | None = None
+    graph_entities: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class EvalCase(_Frozen):
+    """One question with whatever ground truth its eval-set files carry.
+
+    A case may be assembled from several files of different formats that share ids
+    (e.g. a `question_v2` file and its matching `qaset`); each scorer reads only the
+    section it needs and skips cases without it.
+    """
+
+    id: str
+    question: str
+    expected: ExpectedV2 | None = None
+    gold: Gold | None = None
+    reference: RagReference | None = None
+
+
+class EvalFile(_Frozen):
+    """One eval-set file as loaded: where it is, its format and its content hash."""
+
+    path: str
+    stem: str
+    format: EvalFormat
+    sha1: str
+    n_items: int
+
+    @property
+    def version(self) -> str:
+        """`<stem>@<sha1 of the file's bytes>` (SPEC §1)."""
+        return f"{self.stem}@{self.sha1}"
+
+
+class SubsetInfo(_Frozen):
+    """How a derived subset was drawn: enough to rebuild it bit for bit."""
+
+    parent_version: str
+    seed: int
+    n: int
+    ids: list[str]
+
+
+class EvalSet(_Frozen):
+    """The cases of a run, with the files (and subset draw) they came from."""
+
+    name: str
+    files: list[EvalFile]
+    cases: list[EvalCase]
+    subset: SubsetInfo | None = None
+
+    @property
+    def version(self) -> str:
+        """The files' versions joined with `+` (one file: just its version)."""
+        return "+".join(f.version for f in self.files)
+
+
+# ---------------------------------------------------------------- predictions
+
+
+class ContextChunk(_Frozen):
+    """A retrieved chunk shown to the model; a bare-string context has text only."""
+
+    text: str = ""
+    source_path: str | None = None
+    id: str | None = None
+
+
+class Prediction(_Frozen):
+    """The model's answer to one case, as a generator produced or replayed it."""
+
+    case_id: str
+    answer: str = ""
+    contexts: list[ContextChunk] = Field(default_factory=list)
+    citations: list[str] | None = None
+    latency_ms: float | None = None
+    usage: dict[str, Any] | None = None
+    missing: bool = False
+
+
+class Generation(_Frozen):
+    """A generator's output for a batch: one prediction per case, in case order."""
+
+    predictions: list[Prediction]
+    n_missing: int = 0
+    n_unmatched: int = 0
+    duplicates_dropped: int = 0
+    unmatched_keys: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- scoring
+
+
+class ScorerInfo(_Frozen):
+    """What identifies a scorer's rules: logged with every run."""
+
+    name: str
+    version: str
+    params: dict[str, ScoreValue | list[ScoreValue] | dict[str, float]]
+
+
+class CaseScore(_Frozen):
+    """One case's columns from one scorer, named `<scorer>/<column>`."""
+
+    case_id: str
+    values: dict[str, ScoreValue]
+
+
+class ScorerOutput(_Frozen):
+    """A scorer's result for a batch: per-case columns, aggregates and a report."""
+
+    info: ScorerInfo
+    cases: list[CaseScore]
+    metrics: dict[str, float]
+    report_md: str = ""
+
+
+# ---------------------------------------------------------------- gates
+
+
+class GateCondition(_Frozen):
+    """`metric op threshold`, e.g. `eval_json_v2/eval_score_avg >= 95`."""
+
+    metric: str
+    op: Literal[">=", "<=", ">", "<", "=="]
+    threshold: float
+
+
+class GateSpec(_Frozen):
+    """A named gate: passes when every condition holds."""
+
+    name: str
+    conditions: list[GateCondition]
+    description: str = ""
+
+
+class GateResult(_Frozen):
+    """A gate's verdict; `skipped` when a metric it reads was not computed."""
+
+    name: str
+    passed: bool
+    skipped: bool = False
+    detail: str
