@@ -26,8 +26,10 @@ __all__ = [
     "Gold",
     "Prediction",
     "RagReference",
+    "RunManifest",
+    "RunResult",
     "ScoreValue",
-    "ScorerInfo",
+    "ComponentInfo",
     "ScorerOutput",
     "SubsetInfo",
 ]
@@ -162,13 +164,14 @@ class Generation(_Frozen):
     n_unmatched: int = 0
     duplicates_dropped: int = 0
     unmatched_keys: list[str] = Field(default_factory=list)
+    provenance: dict[str, str] = Field(default_factory=dict)  # e.g. the replayed file's sha1
 
 
 # ---------------------------------------------------------------- scoring
 
 
-class ScorerInfo(_Frozen):
-    """What identifies a scorer's rules: logged with every run."""
+class ComponentInfo(_Frozen):
+    """What identifies a scorer or generator: name, version and parameters, logged with every run."""
 
     name: str
     version: str
@@ -185,7 +188,7 @@ class CaseScore(_Frozen):
 class ScorerOutput(_Frozen):
     """A scorer's result for a batch: per-case columns, aggregates and a report."""
 
-    info: ScorerInfo
+    info: ComponentInfo
     cases: list[CaseScore]
     metrics: dict[str, float]
     report_md: str = ""
@@ -217,3 +220,47 @@ class GateResult(_Frozen):
     passed: bool
     skipped: bool = False
     detail: str
+
+
+# ---------------------------------------------------------------- runs
+
+
+class RunManifest(_Frozen):
+    """Every version stamp of a run: enough to trace a score to what produced it."""
+
+    ragtrack_version: str
+    python_version: str
+    stage: Literal["full", "dev"]
+    model_id: str
+    adapter_id: str
+    index_version: str
+    prompt_version: str
+    prompt_sha256: str
+    prompt_path: str
+    eval_set_name: str
+    eval_set_version: str
+    eval_files: list[EvalFile]
+    subset: SubsetInfo | None
+    n_cases: int
+    generator: ComponentInfo
+    generator_provenance: dict[str, str]
+    scorers: list[ComponentInfo]
+    gates: list[GateSpec]
+    config_sha256: str
+    git_commit: str
+    git_dirty: bool
+    n_missing: int
+    n_unmatched: int
+    duplicates_dropped: int
+
+
+class RunResult(_Frozen):
+    """The outcome of one pure `run(config)`: everything the tracking layer logs."""
+
+    manifest: RunManifest
+    eval_set: EvalSet
+    generation: Generation
+    outputs: list[ScorerOutput]
+    metrics: dict[str, float]
+    gates: list[GateResult]
+    timings: dict[str, float]

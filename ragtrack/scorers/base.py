@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.errors import InputError
-from ragtrack.types import EvalCase, Generation, Prediction, ScorerInfo, ScorerOutput
+from ragtrack.types import EvalCase, Generation, Prediction, ComponentInfo, ScorerOutput
 
 __all__ = ["Batch", "Scorer", "ScorerParams", "build_scorer", "get_scorer_class", "mean_or_nan", "register_scorer", "scorer_names"]
 
@@ -63,9 +63,9 @@ class Scorer(ABC):
             raise InputError(f"scorers.{self.name}", first["msg"], field=field) from None
 
     @property
-    def info(self) -> ScorerInfo:
+    def info(self) -> ComponentInfo:
         """Name, version and every parameter (defaults included), as logged."""
-        return ScorerInfo(name=self.name, version=self.version, params=self.p.model_dump())
+        return ComponentInfo(name=self.name, version=self.version, params=self.p.model_dump())
 
     @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:
@@ -95,10 +95,9 @@ def scorer_names() -> list[str]:
 
 def get_scorer_class(name: str) -> type[Scorer]:
     _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown scorer {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    if name not in _REGISTRY:
+        raise InputError("scorers", f"unknown scorer; known: {', '.join(sorted(_REGISTRY))}", field=name)
+    return _REGISTRY[name]
 
 
 def build_scorer(name: str, params: dict[str, Any] | None = None) -> Scorer:

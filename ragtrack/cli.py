@@ -1,0 +1,148 @@
+"""`ragtrack` command line: thin subcommands over the pure functions.
+
+Only argparse is imported at start, so `ragtrack --help` answers at once; each
+subcommand imports what it needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+DEFAULT_GATES = Path(__file__).resolve().parent.parent / "conf" / "gates" / "default.yaml"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ragtrack",
+        description="Experiment tracking for RAG evaluation: score eval sets, log every version stamp to MLflow.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser(
+        "run",
+        help="run the configured experiment (Hydra overrides follow; -m for a sweep)",
+        description="Compose conf/ with Hydra, score, and log to MLflow. Everything after `run` goes to Hydra: "
+        "e.g. `ragtrack run adapter=lora_a prompt=v2`, `ragtrack run -m adapter=base,lora_a prompt=v1,v2`, "
+        "`ragtrack run --cfg job` to print the composed config.",
+        add_help=False,
+    )
+    s = sub.add_parser("score", help="score predictions against an eval set, without MLflow")
+    s.add_argument("--eval-set", action="append", required=True, metavar="FILE", help="eval-set file (repeat to merge files by id)")
+    s.add_argument("--predictions", required=True, metavar="FILE", help="predictions JSONL")
+    s.add_argument("--scorer", action="append", required=True, metavar="NAME", help="scorer name (repeatable)")
+    s.add_argument("--gates", metavar="FILE", default=None, help=f"gates YAML (default: {DEFAULT_GATES.name} shipped in conf/gates)")
+    s.add_argument("--json", action="store_true", help='print {"metrics": {...}, "cases": [...]} to stdout')
+    s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when an evaluated gate fails")
+    b = sub.add_parser("subset", help="write a reproducible subset of an eval set, with a manifest")
+    b.add_argument("--src", required=True, metavar="FILE", help="eval-set file to draw from")
+    b.add_argument("--n", required=True, type=int, help="number of items")
+    b.add_argument("--seed", required=True, type=int, help="random seed")
+    b.add_argument("--out", required=True, metavar="FILE", help="subset file to write (manifest beside it: <out stem>.manifest.json)")
+    sub.add_parser("scorers", help="list the registered scorers and generators with their versions")
+    return p
+
+
+def _finite(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    import yaml
+
+    from ragtrack.eval_sets import load_eval_set
+    from ragtrack.gates import parse_gates
+    from ragtrack.predictions import load_predictions, match_predictions
+    from ragtrack.results import case_rows
+    from ragtrack.runner import score
+    from ragtrack.scorers import build_scorer
+
+    scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
+    gates_path = Path(args.gates) if args.gates else DEFAULT_GATES
+    gates = parse_gates(yaml.safe_load(gates_path.read_text(encoding="utf-8")) or {}, where=str(gates_path))
+    eval_set, _ = load_eval_set(args.eval_set)
+    generation = match_predictions(eval_set.cases, load_predictions(args.predictions))
+    outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, gates)
+    rows = case_rows(eval_set.cases, generation.predictions, outputs)
+    if args.json:
+        doc = {
+            "metrics": {k: _finite(v) for k, v in metrics.items()},
+            "cases": [{k: _finite(v) for k, v in r.items()} for r in rows],
+        }
+        json.dump(doc, sys.stdout, ensure_ascii=False, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(f"eval set {eval_set.version}: {len(eval_set.cases)} cases")
+        for k, v in sorted(metrics.items()):
+            print(f"  {k:<42} {v:.6g}")
+        for g in gate_results:
+            print(f"  gate {g.name}: {'skipped' if g.skipped else 'pass' if g.passed else 'FAIL'} ({g.detail})")
+    if args.fail_on_gate and any(not g.passed and not g.skipped for g in gate_results):
+        return 1
+    return 0
+
+
+def cmd_subset(args: argparse.Namespace) -> int:
+    from ragtrack.eval_sets import SUBSET_ALGORITHM, make_subset
+    from ragtrack.hashing import sha1_bytes
+
+    data, info = make_subset(args.src, args.n, args.seed)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(data)
+    manifest = {
+        "version": f"{out.stem}@{sha1_bytes(data)}",
+        "parent_version": info.parent_version,
+        "parent_path": str(args.src),
+        "seed": info.seed,
+        "n": info.n,
+        "algorithm": SUBSET_ALGORITHM,
+        "ids": info.ids,
+    }
+    manifest_path = out.with_name(out.stem + ".manifest.json")
+    manifest_path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out} ({manifest['version']}) and {manifest_path}")
+    return 0
+
+
+def cmd_list() -> int:
+    from ragtrack.generators.base import generator_names, get_generator_class
+    from ragtrack.scorers.base import get_scorer_class, scorer_names
+
+    for name in scorer_names():
+        print(f"scorer    {name} v{get_scorer_class(name).version}")
+    for name in generator_names():
+        print(f"generator {name} v{get_generator_class(name).version}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "run":
+        from ragtrack.hydra_app import run_cli
+
+        return run_cli(argv[1:])
+    args = _parser().parse_args(argv)
+    from ragtrack.errors import InputError
+
+    try:
+        if args.command == "score":
+            return cmd_score(args)
+        if args.command == "subset":
+            return cmd_subset(args)
+        if args.command == "scorers":
+            return cmd_list()
+    except InputError as e:
+        print(f"ragtrack: error: {e}", file=sys.stderr)
+        return 2
+    _parser().print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The run configuration as a validated pydantic model.
+
+Hydra composes `conf/` into a DictConfig; `RunConfig.from_container` validates it, so
+that a typo in a config key is an error that names the key, not a silent default.
+Secrets never live here: generators that need a key read it from the environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragtrack.errors import InputError
+from ragtrack.hashing import sha256_json
+
+__all__ = ["RunConfig"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_Section):
+    id: str
+    revision: str | None = None
+
+
+class AdapterConfig(_Section):
+    name: str
+    id: str
+
+
+class IndexConfig(_Section):
+    name: str
+    version: str | None = None
+    path: str | None = None
+
+
+class PromptConfig(_Section):
+    version: str
+    path: str
+
+
+class EvalSetConfig(_Section):
+    name: str
+    files: list[str] = Field(min_length=1)
+
+
+class GeneratorConfig(_Section):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class StagesConfig(_Section):
+    enabled: bool = False
+    dev_n: int = 100
+    dev_seed: int = 0
+    dev_gate: str = "dev100"
+
+
+class TrackingConfig(_Section):
+    enabled: bool = True
+    uri: str | None = None
+    experiment: str = "ragtrack"
+    run_name: str | None = None
+
+
+class RunConfig(_Section):
+    model: ModelConfig
+    adapter: AdapterConfig
+    index: IndexConfig
+    prompt: PromptConfig
+    eval_set: EvalSetConfig
+    generator: GeneratorConfig
+    scorers: dict[str, dict[str, Any] | None]
+    gates: dict[str, list[str]] = Field(default_factory=dict)
+    stages: StagesConfig = Field(default_factory=StagesConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @classmethod
+    def from_container(cls, data: dict[str, Any]) -> RunConfig:
+        """Validate a plain (resolved) config; the first problem names its key."""
+        data = {k: v for k, v in data.items() if k != "hydra"}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            key = ".".join(str(p) for p in err["loc"])
+            raise InputError("config", err["msg"], field=key) from None
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the canonical JSON of this config."""
+        return sha256_json(self.model_dump(mode="json"))

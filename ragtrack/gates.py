@@ -1,0 +1,67 @@
+"""Gates: pure threshold checks over a run's metrics.
+
+A gate is written in config as a list of conditions, each `"<metric> <op> <threshold>"`,
+e.g. `dev100: ["eval_json_v2/eval_score_avg >= 95", "eval_json_v2/schema_pass_rate >= 0.98"]`.
+It passes when every condition holds; it is *skipped* (reported, never counted as a
+pass) when a metric it reads was not computed in this run.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Mapping, Sequence
+
+from ragtrack.errors import InputError
+from ragtrack.types import GateCondition, GateResult, GateSpec
+
+__all__ = ["evaluate_gates", "gate_metrics", "parse_gates"]
+
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
+_CONDITION = re.compile(r"^\s*(\S+)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+
+
+def parse_gates(raw: Mapping[str, Sequence[str]], where: str = "gates") -> list[GateSpec]:
+    """Gates from config: `{name: ["metric op threshold", ...]}`."""
+    gates = []
+    for name, conditions in raw.items():
+        if isinstance(conditions, str):
+            conditions = [conditions]
+        parsed = []
+        for i, text in enumerate(conditions):
+            m = _CONDITION.match(str(text))
+            if not m:
+                raise InputError(where, f"cannot parse {text!r}; expected '<metric> <op> <number>' with op one of >= <= > < ==", field=f"{name}[{i}]")
+            parsed.append(GateCondition(metric=m.group(1), op=m.group(2), threshold=float(m.group(3))))
+        if not parsed:
+            raise InputError(where, "a gate needs at least one condition", field=name)
+        gates.append(GateSpec(name=name, conditions=parsed))
+    return gates
+
+
+def evaluate_gates(gates: Sequence[GateSpec], metrics: Mapping[str, float]) -> list[GateResult]:
+    """Each gate's verdict; a NaN or absent metric makes the gate skipped."""
+    results = []
+    for g in gates:
+        absent = [c.metric for c in g.conditions if c.metric not in metrics or math.isnan(metrics[c.metric])]
+        if absent:
+            results.append(GateResult(name=g.name, passed=False, skipped=True, detail=f"not computed: {', '.join(absent)}"))
+            continue
+        parts, ok = [], True
+        for c in g.conditions:
+            value = metrics[c.metric]
+            holds = _OPS[c.op](value, c.threshold)
+            ok = ok and holds
+            parts.append(f"{c.metric} = {value:.4g} {c.op} {c.threshold:g}: {'ok' if holds else 'FAIL'}")
+        results.append(GateResult(name=g.name, passed=ok, detail="; ".join(parts)))
+    return results
+
+
+def gate_metrics(results: Sequence[GateResult]) -> dict[str, float]:
+    """`gate/<name>` = 1 or 0 for every evaluated gate, and `gate/all` over them."""
+    evaluated = [r for r in results if not r.skipped]
+    out = {f"gate/{r.name}": 1.0 if r.passed else 0.0 for r in evaluated}
+    if evaluated:
+        out["gate/all"] = 1.0 if all(r.passed for r in evaluated) else 0.0
+    return out

@@ -1,0 +1,5 @@
+"""Generators: where each case's answer comes from (see `ragtrack.generators.base`)."""
+
+from ragtrack.generators.base import Generator, GeneratorParams, build_generator, generator_names, register_generator
+
+__all__ = ["Generator", "GeneratorParams", "build_generator", "generator_names", "register_generator"]

@@ -1,0 +1,125 @@
+"""The Hydra application behind `ragtrack run`: compose `conf/`, validate, run, track.
+
+A sweep (`ragtrack run -m ...`) gets one MLflow parent run, created by
+`SweepParentCallback` before the first job; its id reaches the jobs explicitly through
+`RAGTRACK_PARENT_RUN_ID` (never `MLFLOW_RUN_ID`). Paths and the default tracking URI
+are resolved against the directory ragtrack was started from (`hydra.job.chdir` is off).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from ragtrack.config import RunConfig
+from ragtrack.errors import InputError
+
+__all__ = ["CONF_DIR", "PARENT_RUN_ENV", "SweepParentCallback", "execute", "main"]
+
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+PARENT_RUN_ENV = "RAGTRACK_PARENT_RUN_ID"
+log = logging.getLogger("ragtrack")
+
+
+def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> list[Any]:
+    """Run one configured job, tracked in MLflow unless tracking is disabled."""
+    from ragtrack.runner import run_job
+
+    if not cfg.tracking.enabled:
+        return run_job(cfg)
+    from ragtrack.tracking import MlflowSink, resolve_tracking_uri
+
+    uri = resolve_tracking_uri(cfg.tracking.uri, base_dir)
+    sink = MlflowSink(cfg, uri=uri, parent_run_id=parent_run_id, tags=tags)
+    results = run_job(cfg, sink)
+    log.info("tracking uri: %s (experiment %r)", uri, cfg.tracking.experiment)
+    for stage, run_id in sink.run_ids.items():
+        log.info("mlflow run %s: %s", stage, run_id)
+    return results
+
+
+def _summary(results: list[Any]) -> None:
+    for r in results:
+        m = r.manifest
+        log.info("%s · %s · prompt %s · %s: %d cases", m.stage, m.adapter_id, m.prompt_version, m.eval_set_version, m.n_cases)
+        for k, v in sorted(r.metrics.items()):
+            if not k.startswith("timing/"):
+                log.info("  %-40s %.6g", k, v)
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def main(cfg: DictConfig) -> float | None:
+    """Hydra task: returns `gate/all` (1.0, 0.0) or None when no gate was evaluated."""
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    hc = HydraConfig.get()
+    tags = {"ragtrack.hydra_overrides": " ".join(hc.overrides.task)[:5000]}
+    if hc.mode.name == "MULTIRUN":
+        tags["ragtrack.sweep_job"] = str(hc.job.num)
+    try:
+        run_cfg = RunConfig.from_container(container)
+        results = execute(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV), tags=tags)
+    except InputError as e:
+        log.error("error: %s", e)
+        if hc.mode.name == "MULTIRUN":
+            raise  # Hydra records the failed job; the sweep's other jobs still run
+        sys.exit(2)
+    _summary(results)
+    return results[-1].metrics.get("gate/all")
+
+
+class SweepParentCallback(Callback):
+    """Create one MLflow parent run per sweep; end it FINISHED, or FAILED if a job failed."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.uri: str | None = None
+        self.failed = 0
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        tracking = config.get("tracking", {})
+        if not tracking.get("enabled", True):
+            return
+        from ragtrack.tracking import resolve_tracking_uri, start_sweep_parent
+
+        self.uri = resolve_tracking_uri(tracking.get("uri"), os.getcwd())
+        overrides = " ".join(config.hydra.overrides.task)
+        self.run_id = start_sweep_parent(
+            self.uri, tracking.get("experiment", "ragtrack"), f"sweep {overrides}"[:250], {"ragtrack.hydra_overrides": overrides[:5000]}
+        )
+        os.environ[PARENT_RUN_ENV] = self.run_id
+        atexit.register(self._finish, "FAILED")  # a sweep that dies midway must not stay RUNNING
+        log.info("sweep parent run: %s", self.run_id)
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if job_return.status == JobStatus.FAILED:
+            self.failed += 1
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._finish("FAILED" if self.failed else "FINISHED")
+
+    def _finish(self, status: str) -> None:
+        if self.run_id is None or self.uri is None:
+            return
+        from ragtrack.tracking import end_sweep_parent
+
+        run_id, self.run_id = self.run_id, None
+        os.environ.pop(PARENT_RUN_ENV, None)
+        end_sweep_parent(self.uri, run_id, status, failed_jobs=self.failed)
+
+
+def run_cli(overrides: list[str]) -> int:
+    """`ragtrack run [overrides]`: hand the arguments to Hydra as if it were the program."""
+    sys.argv = ["ragtrack run", *overrides]
+    main()
+    return 0

@@ -1,0 +1,69 @@
+"""Markdown reports of a run: `report.md` and one section per scorer."""
+
+from __future__ import annotations
+
+import math
+
+from ragtrack.types import GateResult, RunResult, ScorerOutput
+
+__all__ = ["render_report", "render_scorer_report"]
+
+
+def _gates_table(gates: list[GateResult]) -> list[str]:
+    if not gates:
+        return []
+    lines = ["| gate | verdict | detail |", "|---|---|---|"]
+    for g in gates:
+        verdict = "skipped" if g.skipped else ("**pass**" if g.passed else "**FAIL**")
+        lines.append(f"| {g.name} | {verdict} | {g.detail} |")
+    return lines
+
+
+def _fmt(v: float) -> str:
+    return "n/a" if math.isnan(v) else f"{v:.6g}"
+
+
+def render_report(result: RunResult) -> str:
+    """The run's report: version stamps, gates, every metric, then each scorer's section."""
+    m = result.manifest
+    lines = [
+        f"# ragtrack report: {m.adapter_id} · prompt {m.prompt_version} · {m.stage}",
+        "",
+        "| stamp | value |",
+        "|---|---|",
+        f"| model_id | `{m.model_id}` |",
+        f"| adapter_id | `{m.adapter_id}` |",
+        f"| index_version | `{m.index_version}` |",
+        f"| prompt_version | `{m.prompt_version}` |",
+        f"| prompt_sha256 | `{m.prompt_sha256}` |",
+        f"| eval_set_version | `{m.eval_set_version}` |",
+        f"| cases | {m.n_cases} (missing predictions: {m.n_missing}, unmatched predictions: {m.n_unmatched}, "
+        f"duplicates dropped: {m.duplicates_dropped}) |",
+        f"| scorers | {', '.join(f'{s.name} v{s.version}' for s in m.scorers)} |",
+        f"| generator | {m.generator.name} v{m.generator.version} |",
+        f"| config_sha256 | `{m.config_sha256}` |",
+        f"| git | `{m.git_commit}`{' (dirty)' if m.git_dirty else ''} |",
+    ]
+    if m.subset is not None:
+        lines.append(f"| subset | {m.subset.n} cases of `{m.subset.parent_version}`, seed {m.subset.seed} |")
+    if result.gates:
+        lines += ["", "## Gates", "", *_gates_table(result.gates)]
+    lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]
+    lines += [f"| {k} | {_fmt(v)} |" for k, v in sorted(result.metrics.items())]
+    for out in result.outputs:
+        lines += ["", out.report_md.rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def render_scorer_report(result: RunResult, out: ScorerOutput) -> str:
+    """One scorer's report with the gates that read its metrics."""
+    prefix = f"{out.info.name}/"
+    mine = [
+        g
+        for g, spec in zip(result.gates, result.manifest.gates, strict=True)
+        if any(c.metric.startswith(prefix) for c in spec.conditions)
+    ]
+    lines = [out.report_md.rstrip()]
+    if mine:
+        lines += ["", "### Gates", "", *_gates_table(mine)]
+    return "\n".join(lines) + "\n"

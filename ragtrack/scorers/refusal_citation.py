@@ -1,0 +1,223 @@
+"""Scorer `refusal_citation`: refusal behaviour and citation hits against a `qaset` (SPEC §2).
+
+Every number equals that of the seed's reference script (seed 004, `eval/score.md.py`,
+kept verbatim in `tests/scorers/seed_score_md.py`) on any input the script accepts:
+the refusal test, citation parsing, `phrase_containment` and the five rates below are
+the script's own rules, restated here line for line. Added beyond the script (SPEC §2):
+`compliance`, per-question labels as columns, and the counts `n_unmatched` and
+`duplicates_dropped`. Gates (G1–G5) are evaluated elsewhere, from these metrics.
+
+Which cases are scored: those with a `gold` section whose prediction is not `missing`
+(the script scores only traces that matched a gold question). A prediction for a case
+without `gold` counts as unmatched, together with the batch's own `n_unmatched`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import field_validator
+
+from ragtrack.scorers.base import Batch, Scorer, ScorerParams, register_scorer
+from ragtrack.types import CaseScore, Gold, Prediction, ScorerOutput, ScoreValue
+
+__all__ = ["LABELS", "RefusalCitationScorer", "has_citation_list", "is_refusal", "label", "parse_citations", "phrase_containment"]
+
+NAME = "refusal_citation"
+LABELS = ("OK", "REFUSAL_OK", "OVER_REFUSAL", "HALLUCINATION", "ANS_NO_HIT")
+
+# The reference's patterns, unchanged.
+_CIT_RE = re.compile(r"citations\s*:\s*\[([^\]]*)\]", re.IGNORECASE)
+_CIT_SPLIT = re.compile(r"[,\s]+")
+_PHRASE = re.compile(r"[a-z0-9][a-z0-9\-\s]{4,}")
+
+
+class Params(ScorerParams):
+    """`refusal_token`: an answer is a refusal iff `answer.strip().lower() == refusal_token`.
+
+    The token is compared as given (the reference compares with the constant
+    `"not in context"`); since the answer side is stripped and lower-cased, a token
+    that is not itself stripped and lower-case could never match, so it is rejected.
+    """
+
+    refusal_token: str = "not in context"
+
+    @field_validator("refusal_token")
+    @classmethod
+    def _normalised(cls, v: str) -> str:
+        if v != v.strip().lower():
+            raise ValueError(
+                f"must be lower-case without surrounding whitespace (answers are compared after "
+                f"strip().lower()), e.g. {v.strip().lower()!r}"
+            )
+        return v
+
+
+# ------------------------------------------------------------------ the reference's rules
+
+
+def is_refusal(answer: str | None, token: str = "not in context") -> bool:
+    """The reference's `is_refusal`, with the token as a parameter."""
+    return (answer or "").strip().lower() == token
+
+
+def parse_citations(answer: str | None, field: list[str] | None) -> list[str]:
+    """The reference's `parse_citations`.
+
+    A citations list field wins (its items are already `str(x)` from loading; they are
+    stripped, and empty items are kept, as in the reference). Otherwise the first
+    `citations: [...]` in the answer, split on commas and whitespace.
+    """
+    if isinstance(field, list):
+        return [str(x).strip() for x in field]
+    m = _CIT_RE.search(answer or "")
+    if not m:
+        return []
+    raw = m.group(1).strip()
+    if not raw:
+        return []
+    return [t.strip() for t in _CIT_SPLIT.split(raw) if t.strip()]
+
+
+def has_citation_list(answer: str | None, field: list[str] | None) -> bool:
+    """SPEC §2 compliance: a citations list field (even empty) or a `citations: [...]` in the text."""
+    return isinstance(field, list) or _CIT_RE.search(answer or "") is not None
+
+
+def phrase_containment(gold_claim: str | None, answer: str | None) -> bool:
+    """The reference's `phrase_containment`.
+
+    Each greedy run of `[a-z0-9][a-z0-9\\-\\s]{4,}` in the lower-cased claim, stripped, is
+    searched whole in the lower-cased answer; shorter sub-phrases of a run are not tried.
+    """
+    if not gold_claim:
+        return False
+    gold = gold_claim.lower()
+    ans = (answer or "").lower()
+    for m in _PHRASE.finditer(gold):
+        p = m.group(0).strip()
+        if len(p) >= 5 and p in ans:
+            return True
+    return False
+
+
+def label(answerable: bool, refusal: bool, hit: bool) -> str:
+    """The reference's per-question label, same precedence."""
+    if answerable and not refusal and hit:
+        return "OK"
+    if not answerable and refusal:
+        return "REFUSAL_OK"
+    if answerable and refusal:
+        return "OVER_REFUSAL"
+    if not answerable and not refusal:
+        return "HALLUCINATION"
+    return "ANS_NO_HIT"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _rate(num: int, den: int) -> float:
+    """`num / den`, 0.0 when the denominator is empty (as in the reference)."""
+    return num / den if den else 0.0
+
+
+# ------------------------------------------------------------------ the scorer
+
+
+@register_scorer
+class RefusalCitationScorer(Scorer):
+    """SPEC §2. Scores cases that carry `gold` and have a (non-missing) prediction."""
+
+    name = NAME
+    version = "1"
+    Params = Params
+
+    def score(self, batch: Batch) -> ScorerOutput:
+        rows: list[CaseScore] = []
+        answerable: list[bool] = []
+        extra_unmatched = 0
+        for case, pred in zip(batch.cases, batch.predictions, strict=True):
+            if pred.missing:
+                continue
+            if case.gold is None:
+                extra_unmatched += 1
+                continue
+            rows.append(CaseScore(case_id=case.id, values=self.score_case(case.gold, pred)))
+            answerable.append(case.gold.answerable)
+        metrics = self.aggregate(rows, answerable, batch.n_unmatched + extra_unmatched, batch.duplicates_dropped)
+        return ScorerOutput(info=self.info, cases=rows, metrics=metrics, report_md=self.report(rows, metrics))
+
+    def score_case(self, gold: Gold, pred: Prediction) -> dict[str, ScoreValue]:
+        ans = pred.answer
+        cits = parse_citations(ans, pred.citations)
+        refusal = is_refusal(ans, self.p.refusal_token)
+        hit = bool(set(cits) & set(gold.gold_ids))
+        contain = phrase_containment(gold.gold_claim, ans)
+        return {
+            f"{NAME}/label": label(gold.answerable, refusal, hit),
+            f"{NAME}/answered": not refusal,
+            f"{NAME}/refusal": refusal,
+            f"{NAME}/hit": hit,
+            f"{NAME}/contain": contain,
+            f"{NAME}/has_citations": has_citation_list(ans, pred.citations),
+            f"{NAME}/citations": ", ".join(cits),
+        }
+
+    def aggregate(
+        self, rows: Sequence[CaseScore], answerable: Sequence[bool], n_unmatched: int, duplicates_dropped: int
+    ) -> dict[str, float]:
+        def v(r: CaseScore, key: str) -> bool:
+            return bool(r.values[f"{NAME}/{key}"])
+
+        pos = [r for r, a in zip(rows, answerable) if a]
+        neg = [r for r, a in zip(rows, answerable) if not a]
+        answered = [(r, a) for r, a in zip(rows, answerable) if v(r, "answered")]
+        return {
+            # The reference counts rows with a truthy qid; ids are strings, so: non-empty.
+            f"{NAME}/n_scored": float(sum(1 for r in rows if r.case_id)),
+            f"{NAME}/precision": _rate(sum(1 for r, a in answered if a and v(r, "hit")), len(answered)),
+            f"{NAME}/over_refusal": _rate(sum(1 for r in pos if v(r, "refusal")), len(pos)),
+            f"{NAME}/under_refusal": _rate(sum(1 for r in neg if not v(r, "refusal")), len(neg)),
+            f"{NAME}/citation_hit_rate": _rate(sum(1 for r in pos if not v(r, "refusal") and v(r, "hit")), len(pos)),
+            f"{NAME}/claim_containment": _rate(
+                sum(1 for r in pos if not v(r, "refusal") and v(r, "contain")), len(pos)
+            ),
+            f"{NAME}/compliance": _rate(sum(1 for r in rows if v(r, "has_citations") or v(r, "refusal")), len(rows)),
+            f"{NAME}/n_unmatched": float(n_unmatched),
+            f"{NAME}/duplicates_dropped": float(duplicates_dropped),
+        }
+
+    def report(self, rows: Sequence[CaseScore], m: dict[str, float]) -> str:
+        """The reference's Markdown report as a section, plus compliance and the counts."""
+
+        def b(x: object) -> str:
+            return str(x).lower()
+
+        lines = [
+            f"## {NAME}",
+            "",
+            f"- Questions scored: **{int(m[f'{NAME}/n_scored'])}**",
+            f"- Answer precision (over answered): **{_pct(m[f'{NAME}/precision'])}**",
+            f"- Over-refusal (answerable but refused): **{_pct(m[f'{NAME}/over_refusal'])}**",
+            f"- Under-refusal / Hallucination (unanswerable but answered): **{_pct(m[f'{NAME}/under_refusal'])}**",
+            f"- Citation hit rate (answerable): **{_pct(m[f'{NAME}/citation_hit_rate'])}**",
+            f"- Claim containment (answerable): **{_pct(m[f'{NAME}/claim_containment'])}**",
+            f"- Compliance (citations list or refusal): **{_pct(m[f'{NAME}/compliance'])}**",
+            f"- Unmatched traces: **{int(m[f'{NAME}/n_unmatched'])}**",
+            f"- Duplicates dropped (last trace kept): **{int(m[f'{NAME}/duplicates_dropped'])}**",
+            "",
+            "### Per-question",
+            "",
+            "| qid | answered | hit | refusal | label |",
+            "|-----|----------|-----|---------|-------|",
+        ]
+        for r in rows:
+            v = r.values
+            lines.append(
+                f"| {r.case_id} | {b(v[f'{NAME}/answered'])} | {b(v[f'{NAME}/hit'])} | "
+                f"{b(v[f'{NAME}/refusal'])} | **{v[f'{NAME}/label']}** |"
+            )
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,261 @@
+"""The only module that talks to MLflow.
+
+`MlflowSink` implements the runner's `StageSink`: each stage is one MLflow run, created
+with the client API and an explicit parent run id (never the process-global active run),
+so parallel sweep jobs sharing one store cannot cross wires. A stage that raises ends
+FAILED, one interrupted by Ctrl-C ends KILLED; nothing is left RUNNING.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from ragtrack.config import RunConfig
+from ragtrack.hashing import canonical_json
+from ragtrack.report import render_report, render_scorer_report
+from ragtrack.results import cases_frame, prediction_lines
+from ragtrack.types import RunResult
+
+__all__ = ["MlflowSink", "default_tracking_uri", "flat_params", "resolve_tracking_uri", "start_sweep_parent", "end_run", "end_sweep_parent"]
+
+log = logging.getLogger(__name__)
+
+# MLflow's limits (mlflow.utils.validation): per log_batch call, and per value.
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_PER_BATCH = 100
+MAX_PARAM_VALUE = 6000
+MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
+
+
+def default_tracking_uri(base_dir: str | Path) -> str:
+    """`sqlite:///<absolute base_dir>/mlflow.db`."""
+    return f"sqlite:///{Path(base_dir).resolve() / 'mlflow.db'}"
+
+
+def resolve_tracking_uri(configured: str | None, base_dir: str | Path) -> str:
+    """Config first, then `MLFLOW_TRACKING_URI`, then the embedded SQLite default."""
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(base_dir)
+
+
+def _artifact_root(uri: str) -> str | None:
+    """For a local SQLite store, artifacts go in `mlartifacts/` beside the database."""
+    if uri.startswith("sqlite:///"):
+        return (Path(uri[len("sqlite:///") :]).parent / "mlartifacts").as_uri()
+    return None
+
+
+def _experiment_id(client: MlflowClient, name: str, uri: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        return client.create_experiment(name, artifact_location=_artifact_root(uri))
+    except MlflowException:  # another sweep job created it first
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
+    """The run's params: version stamps, component versions and parameters."""
+    params = {
+        "model_id": cfg.model.id if not cfg.model.revision else f"{cfg.model.id}@{cfg.model.revision}",
+        "adapter": cfg.adapter.name,
+        "adapter_id": cfg.adapter.id,
+        "index": cfg.index.name,
+        "prompt_version": cfg.prompt.version,
+        "eval_set": cfg.eval_set.name,
+        "generator": cfg.generator.name,
+        "config_sha256": cfg.sha256,
+    }
+    if result is not None:
+        m = result.manifest
+        params.update(
+            stage=m.stage,
+            index_version=m.index_version,
+            prompt_sha256=m.prompt_sha256,
+            eval_set_version=m.eval_set_version,
+            n_cases=str(m.n_cases),
+            git_commit=m.git_commit,
+            git_dirty=str(m.git_dirty).lower(),
+            ragtrack_version=m.ragtrack_version,
+        )
+        params[f"generator/{m.generator.name}/version"] = m.generator.version
+        params.update({f"generator/{m.generator.name}/{k}": _param_value(v) for k, v in m.generator.params.items()})
+        params.update({f"generator/{m.generator.name}/{k}": v for k, v in m.generator_provenance.items()})
+        for s in m.scorers:
+            params[f"scorer/{s.name}/version"] = s.version
+            params.update({f"scorer/{s.name}/{k}": _param_value(v) for k, v in s.params.items()})
+        if m.subset is not None:
+            params.update(subset_parent=m.subset.parent_version, subset_seed=str(m.subset.seed), subset_n=str(m.subset.n))
+    return params
+
+
+def _param_value(v: Any) -> str:
+    text = v if isinstance(v, str) else canonical_json(v)
+    return text if len(text) <= MAX_PARAM_VALUE else text[: MAX_PARAM_VALUE - 20] + "…(see manifest.json)"
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def end_run(client: MlflowClient, run_id: str, error: BaseException | None) -> None:
+    """FINISHED, FAILED (with the error as a tag) or KILLED (Ctrl-C)."""
+    if error is None:
+        client.set_terminated(run_id, "FINISHED")
+        return
+    status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
+    try:
+        client.set_tag(run_id, "ragtrack.error", f"{type(error).__name__}: {error}"[:5000])
+    finally:
+        client.set_terminated(run_id, status)
+
+
+class MlflowSink:
+    """A `StageSink` that logs each stage of one job as an MLflow run."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        *,
+        uri: str,
+        parent_run_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        self.experiment_id = _experiment_id(self.client, cfg.tracking.experiment, uri)
+        self.tags = dict(tags or {})
+        self._parents = [parent_run_id] if parent_run_id else []
+        self.run_ids: dict[str, str] = {}
+        self._staged = False
+
+    def run_name(self, stage: str) -> str:
+        """`<adapter>-<prompt>` (or the configured name); stages of a staged job get `/dev`, `/full`."""
+        base = self.cfg.tracking.run_name or f"{self.cfg.adapter.name}-{self.cfg.prompt.version}"
+        return f"{base}/{stage}" if self._staged else base
+
+    @contextmanager
+    def __call__(self, stage: str) -> Iterator[Callable[[RunResult], None]]:
+        tags = {"ragtrack.stage": stage, **self.tags}
+        if self._parents:
+            tags["mlflow.parentRunId"] = self._parents[-1]
+        run = self.client.create_run(self.experiment_id, run_name=self.run_name(stage), tags=tags)
+        run_id = run.info.run_id
+        self.run_ids[stage] = run_id
+        self._parents.append(run_id)
+        self._staged = self._staged or stage == "staged"
+        error: BaseException | None = None
+        try:
+            self._log_params(run_id, flat_params(self.cfg, None))
+            yield lambda result: self.log_result(run_id, result, stage)
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            self._parents.pop()
+            end_run(self.client, run_id, error)
+
+    # -------------------------------------------------------------- logging
+
+    def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
+        existing = self.client.get_run(run_id).data.params
+        todo = [Param(k, v) for k, v in params.items() if k not in existing]
+        for chunk in _chunks(todo, MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=chunk, synchronous=True)
+
+    def log_result(self, run_id: str, result: RunResult, stage: str) -> None:
+        """Params, metrics, dataset input and artifacts of one finished stage."""
+        self._log_params(run_id, flat_params(self.cfg, result))
+        metrics = dict(result.metrics)
+        metrics.update({f"timing/{k}": v for k, v in result.timings.items()})
+        entries = [Metric(k, float(v), 0, 0) for k, v in sorted(metrics.items()) if not math.isnan(v)]
+        tags = [
+            RunTag("ragtrack.gates_passed", str(metrics.get("gate/all", 0.0) == 1.0).lower()),
+            RunTag("ragtrack.reached_stage", result.manifest.stage),
+        ]
+        for i, chunk in enumerate(_chunks(entries, MAX_METRICS_PER_BATCH)):
+            self.client.log_batch(run_id, metrics=chunk, tags=tags if i == 0 else [], synchronous=True)
+        if stage != "staged":
+            self._log_dataset(run_id, result)
+            self._log_artifacts(run_id, result)
+
+    def _log_dataset(self, run_id: str, result: RunResult) -> None:
+        inputs = []
+        for f in result.manifest.eval_files:
+            ds = Dataset(
+                name=f.stem,
+                digest=f.sha1[:MAX_DIGEST],
+                source_type="local",
+                source=json.dumps({"uri": Path(f.path).resolve().as_uri()}),
+                profile=json.dumps({"num_rows": f.n_items}),
+            )
+            tags = [
+                InputTag("mlflow.data.context", "dev" if result.manifest.stage == "dev" else "eval"),
+                InputTag("ragtrack.version", f.version),
+                InputTag("ragtrack.format", f.format),
+            ]
+            inputs.append(DatasetInput(ds, tags))
+        self.client.log_inputs(run_id, datasets=inputs)
+
+    def _log_artifacts(self, run_id: str, result: RunResult) -> None:
+        m = result.manifest
+        tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
+        try:
+            frame = cases_frame(result)
+            frame.to_parquet(tmp / "cases.parquet", index=False)
+            (tmp / "report.md").write_text(render_report(result), encoding="utf-8")
+            reports = tmp / "reports"
+            reports.mkdir()
+            for out in result.outputs:
+                (reports / f"{out.info.name}.md").write_text(render_scorer_report(result, out), encoding="utf-8")
+            (tmp / "manifest.json").write_text(m.model_dump_json(indent=2), encoding="utf-8")
+            (tmp / "config.yaml").write_text(
+                yaml.safe_dump(self.cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True), encoding="utf-8"
+            )
+            prompt_dir = tmp / "prompt"
+            prompt_dir.mkdir()
+            shutil.copyfile(m.prompt_path, prompt_dir / Path(m.prompt_path).name)
+            inputs = tmp / "inputs"
+            inputs.mkdir()
+            for f in m.eval_files:
+                shutil.copyfile(f.path, inputs / Path(f.path).name)
+            (tmp / "predictions.jsonl").write_text(prediction_lines(result), encoding="utf-8")
+            self.client.log_artifacts(run_id, str(tmp))
+            self.client.log_table(run_id, data=frame, artifact_file="cases_table.json")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def start_sweep_parent(uri: str, experiment: str, name: str, tags: Mapping[str, str]) -> str:
+    """Create the parent run that groups a Hydra sweep's jobs; returns its id."""
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = _experiment_id(client, experiment, uri)
+    run = client.create_run(exp_id, run_name=name, tags={"ragtrack.stage": "sweep", **tags})
+    return run.info.run_id
+
+
+def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int) -> None:
+    """End a sweep's parent run, recording how many of its jobs failed."""
+    client = MlflowClient(tracking_uri=uri)
+    client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
+    client.set_terminated(run_id, status)
+
