@@ -1,0 +1,31 @@
+# Set-up is part of every target: the first call builds .venv (CPU torch first, then ragtrack
+# with its dev extra); later calls reuse it until pyproject.toml changes.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.ragtrack-installed
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: demo test bench ui
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/pip install --quiet torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/pip install --quiet -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/python -c "import ragtrack, torch, mlflow, hydra, sentence_transformers"
+	touch $(STAMP)
+
+demo: $(STAMP)  ## the demo: 3 adapters x 2 prompts, logged to ./mlflow.db
+	$(BIN)/ragtrack run -m adapter=base,lora_a,lora_b prompt=v1,v2
+
+test: $(STAMP)  ## the test suite
+	$(BIN)/pytest -q
+
+bench: $(STAMP)  ## the benchmarks in bench/
+	$(BIN)/python bench/bench_scorers.py
+	$(BIN)/python bench/bench_run.py
+
+ui: $(STAMP)  ## the MLflow UI on the demo's store
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000

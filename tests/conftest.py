@@ -1,0 +1,106 @@
+"""Shared fixtures: a tiny bilingual eval set (question_v2 + qaset), predictions and a prompt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtrack.config import RunConfig
+
+ANSWER_EXAMPLES = {
+    "a1": {
+        "question": "退款多久到账？",
+        "answer_example": {
+            "target_audience": "客户",
+            "main_topic": "退款",
+            "sub_topic": "到账时间",
+            "detailed_description": ["退款在7个工作日内到账", "原路退回付款账户"],
+            "original_evidence": "退款将在审核通过后7个工作日内原路退回至付款账户，节假日顺延；超过15个工作日未到账可联系客服查询处理进度。",
+            "predicted_questions": ["退款会退到哪里？"],
+        },
+        "file": "policies/refund.md",
+        "chunk": "退款将在审核通过后7个工作日内原路退回至付款账户，节假日顺延；超过15个工作日未到账可联系客服查询处理进度。",
+    },
+    "a2": {
+        "question": "What uptime does the SLA guarantee?",
+        "answer_example": {
+            "target_audience": "customers",
+            "main_topic": "SLA",
+            "sub_topic": "uptime",
+            "detailed_description": ["99.9% monthly uptime for paid plans"],
+            "original_evidence": "Lumen Cloud guarantees 99.9% monthly uptime for all paid plans.",
+            "predicted_questions": ["What credits apply when the SLA is missed?"],
+        },
+        "file": "policies/sla.md",
+        "chunk": "Lumen Cloud guarantees 99.9% monthly uptime for all paid plans.",
+    },
+}
+
+
+def _perfect_answer(qid: str) -> str:
+    ex = ANSWER_EXAMPLES[qid]
+    ans = dict(ex["answer_example"], source_map=[{"refs": [{"file": ex["file"], "anchors": [ex["chunk"][:12]]}]}])
+    return json.dumps(ans, ensure_ascii=False)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def demo_files(tmp_path: Path) -> dict[str, Path]:
+    """questions.json (question_v2), qaset.json, good/bad predictions, a prompt and an index file."""
+    questions = [
+        {"id": qid, "question": ex["question"], "expected": {"answer_example": ex["answer_example"], "source_map": []}}
+        for qid, ex in ANSWER_EXAMPLES.items()
+    ]
+    qaset = [
+        {"qid": "a1", "q": ANSWER_EXAMPLES["a1"]["question"], "answerable": True, "gold_ids": ["refund#1"]},
+        {"qid": "a2", "q": ANSWER_EXAMPLES["a2"]["question"], "answerable": True, "gold_ids": ["sla#1"],
+         "gold_claim": "99.9% monthly uptime"},
+        {"qid": "u1", "q": "Who founded Lumen Cloud?", "answerable": False, "gold_ids": []},
+    ]
+    ctx = {qid: [{"id": f"{Path(ex['file']).stem}#1", "source_path": ex["file"], "text": ex["chunk"]}]
+           for qid, ex in ANSWER_EXAMPLES.items()}
+    good = [
+        {"id": "a1", "answer": _perfect_answer("a1"), "contexts": ctx["a1"], "citations": ["refund#1"]},
+        {"id": "a2", "answer": "```json\n" + _perfect_answer("a2") + "\n```", "contexts": ctx["a2"], "citations": ["sla#1"]},
+        {"id": "u1", "answer": "not in context", "contexts": [], "citations": []},
+    ]
+    bad = [
+        {"id": "a1", "answer": "Sure! " + _perfect_answer("a1"), "contexts": ctx["a1"], "citations": ["sla#1"]},
+        {"id": "u1", "answer": "Lumen Cloud was founded by Ada.", "contexts": []},
+        {"id": "zz", "answer": "orphan"},
+    ]
+    (tmp_path / "questions.json").write_text(json.dumps(questions, ensure_ascii=False, indent=1), encoding="utf-8")
+    (tmp_path / "qaset.json").write_text(json.dumps(qaset, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_jsonl(tmp_path / "good.jsonl", good)
+    write_jsonl(tmp_path / "bad.jsonl", bad)
+    (tmp_path / "prompt.md").write_text("Answer in JSON.\nQ: {{question}}\n{{context}}\n", encoding="utf-8")
+    write_jsonl(tmp_path / "chunks.jsonl", [c for cs in ctx.values() for c in cs])
+    return {p.stem: p for p in tmp_path.iterdir()}
+
+
+def make_config(files: dict[str, Path], *, predictions: str = "good", **sections: Any) -> RunConfig:
+    """A RunConfig over `demo_files`, tracking into `<tmp>/mlflow.db`; sections override whole keys."""
+    base = files["questions"].parent
+    data: dict[str, Any] = {
+        "model": {"id": "Qwen/Qwen2.5-7B-Instruct"},
+        "adapter": {"name": "lora_a", "id": "lumen/lora-a@v1"},
+        "index": {"name": "test", "path": str(files["chunks"])},
+        "prompt": {"version": "v1", "path": str(files["prompt"])},
+        "eval_set": {"name": "tiny", "files": [str(files["questions"]), str(files["qaset"])]},
+        "generator": {"name": "replay", "params": {"path": str(files[predictions])}},
+        "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
+        "gates": {
+            "dev100": ["eval_json_v2/eval_score_avg >= 95", "eval_json_v2/schema_pass_rate >= 0.98"],
+            "G1_precision": ["refusal_citation/precision >= 0.80"],
+        },
+        "tracking": {"uri": f"sqlite:///{base / 'mlflow.db'}", "experiment": "tests"},
+    }
+    data.update(sections)
+    return RunConfig.from_container(data)

@@ -1,0 +1,176 @@
+"""MLflow tracking into a real SQLite store in a temp dir, read back through the client."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ragtrack.errors import InputError
+from ragtrack.hashing import sha1_file, sha256_file
+from ragtrack.hydra_app import execute
+from ragtrack.tracking import resolve_tracking_uri
+from tests.conftest import make_config
+
+
+def _runs(cfg):
+    client = MlflowClient(cfg.tracking.uri)
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    return client, client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+
+
+@pytest.fixture
+def logged(demo_files):
+    """One plain run of the bad predictions, tracked; returns (client, run, result, cfg)."""
+    cfg = make_config(demo_files, predictions="bad")
+    (result,) = execute(cfg, base_dir=demo_files["questions"].parent)
+    client, runs = _runs(cfg)
+    return client, runs[0], result, cfg
+
+
+def _artifact_paths(client, run_id, path=None):
+    out = []
+    for f in client.list_artifacts(run_id, path):
+        out += _artifact_paths(client, run_id, f.path) if f.is_dir else [f.path]
+    return out
+
+
+def test_run_ends_finished(logged):
+    _, run, _, _ = logged
+    assert run.info.status == "FINISHED"
+
+
+def test_version_stamps_are_params(logged, demo_files):
+    _, run, _, _ = logged
+    p = run.data.params
+    assert (p["model_id"], p["adapter_id"], p["prompt_version"]) == ("Qwen/Qwen2.5-7B-Instruct", "lumen/lora-a@v1", "v1")
+    assert p["prompt_sha256"] == sha256_file(demo_files["prompt"])
+    assert p["index_version"] == f"chunks@{sha1_file(demo_files['chunks'])}"
+    assert p["eval_set_version"].startswith(f"questions@{sha1_file(demo_files['questions'])}+qaset@")
+
+
+def test_scorer_versions_and_parameters_are_params(logged):
+    _, run, _, _ = logged
+    p = run.data.params
+    assert (p["scorer/eval_json_v2/version"], p["scorer/refusal_citation/version"]) == ("1", "1")
+    assert p["scorer/eval_json_v2/jaccard_threshold"] == "0.72"
+
+
+def test_provenance_params(logged):
+    _, run, _, cfg = logged
+    p = run.data.params
+    assert p["config_sha256"] == cfg.sha256
+    assert {"git_commit", "git_dirty", "ragtrack_version"} <= set(p)
+
+
+def test_every_aggregate_is_a_metric(logged):
+    _, run, result, _ = logged
+    assert {k: v for k, v in run.data.metrics.items() if not k.startswith("timing/")} == result.metrics
+
+
+def test_eval_files_are_dataset_inputs(logged, demo_files):
+    _, run, _, _ = logged
+    inputs = {d.dataset.name: d for d in run.inputs.dataset_inputs}
+    sha1 = sha1_file(demo_files["questions"])
+    assert inputs["questions"].dataset.digest == sha1[:36]
+    assert {t.key: t.value for t in inputs["questions"].tags}["ragtrack.version"] == f"questions@{sha1}"
+
+
+def test_artifacts_are_logged(logged):
+    client, run, _, _ = logged
+    paths = set(_artifact_paths(client, run.info.run_id))
+    assert {
+        "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml", "predictions.jsonl",
+        "prompt/prompt.md", "inputs/questions.json", "inputs/qaset.json",
+        "reports/eval_json_v2.md", "reports/refusal_citation.md",
+    } <= paths
+
+
+def test_case_table_has_one_row_per_case(logged, tmp_path):
+    client, run, _, _ = logged
+    local = client.download_artifacts(run.info.run_id, "cases.parquet", str(tmp_path))
+    frame = pd.read_parquet(local)
+    assert list(frame["id"]) == ["a1", "a2", "u1"] and "refusal_citation/label" in frame.columns
+
+
+def test_manifest_artifact_matches_result(logged, tmp_path):
+    client, run, result, _ = logged
+    local = client.download_artifacts(run.info.run_id, "manifest.json", str(tmp_path))
+    assert json.loads(Path(local).read_text()) == result.manifest.model_dump(mode="json")
+
+
+def test_failed_run_ends_failed(demo_files):
+    cfg = make_config(demo_files, generator={"name": "replay", "params": {"path": str(demo_files["questions"].parent / "nope.jsonl")}})
+    with pytest.raises(InputError, match="nope.jsonl"):
+        execute(cfg)
+    _, runs = _runs(cfg)
+    assert runs[0].info.status == "FAILED" and "nope.jsonl" in runs[0].data.tags["ragtrack.error"]
+
+
+def test_interrupted_run_ends_killed(demo_files, monkeypatch):
+    import ragtrack.runner
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ragtrack.runner, "score", interrupt)
+    cfg = make_config(demo_files)
+    with pytest.raises(KeyboardInterrupt):
+        execute(cfg)
+    _, runs = _runs(cfg)
+    assert runs[0].info.status == "KILLED"
+
+
+def test_staged_run_nests_dev_and_full_under_parent(demo_files):
+    cfg = make_config(demo_files, stages={"enabled": True, "dev_n": 2, "dev_seed": 0})
+    execute(cfg)
+    _, runs = _runs(cfg)
+    parent = next(r for r in runs if r.data.tags["ragtrack.stage"] == "staged")
+    children = {r.data.tags["ragtrack.stage"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    assert set(children) == {"dev", "full"}
+
+
+def test_dev_stage_logs_subset_draw(demo_files):
+    cfg = make_config(demo_files, stages={"enabled": True, "dev_n": 2, "dev_seed": 5})
+    execute(cfg)
+    _, runs = _runs(cfg)
+    dev = next(r for r in runs if r.data.tags["ragtrack.stage"] == "dev")
+    assert (dev.data.params["subset_seed"], dev.data.params["subset_n"]) == ("5", "2")
+
+
+def test_failed_dev_gate_leaves_no_full_run(demo_files):
+    cfg = make_config(demo_files, predictions="bad", stages={"enabled": True, "dev_n": 2, "dev_seed": 0})
+    execute(cfg)
+    _, runs = _runs(cfg)
+    assert sorted(r.data.tags["ragtrack.stage"] for r in runs) == ["dev", "staged"]
+
+
+def test_secret_in_environment_is_not_logged(demo_files, monkeypatch, tmp_path):
+    secret = "sk-test-9f8e7d6c5b4a"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    cfg = make_config(demo_files)
+    execute(cfg)
+    client, (run,) = _runs(cfg)
+    texts = [json.dumps(run.data.params), json.dumps(run.data.tags)]
+    local = Path(client.download_artifacts(run.info.run_id, "", str(tmp_path)))
+    texts += [p.read_bytes().decode("utf-8", "replace") for p in local.rglob("*") if p.is_file()]
+    assert not any(secret in t for t in texts)
+
+
+def test_default_uri_is_absolute_sqlite(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert resolve_tracking_uri(None, tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+
+
+def test_environment_uri_beats_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    assert resolve_tracking_uri(None, tmp_path) == "http://127.0.0.1:5999"
+
+
+def test_config_uri_beats_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    assert resolve_tracking_uri("sqlite:////x/y.db", tmp_path) == "sqlite:////x/y.db"
