@@ -33,6 +33,9 @@ from ragtrack.types import RunResult
 __all__ = ["MlflowSink", "default_tracking_uri", "flat_params", "resolve_tracking_uri", "start_sweep_parent", "end_run", "end_sweep_parent"]
 
 log = logging.getLogger(__name__)
+# MLflow announces creating and migrating a new SQLite store at INFO on every first run.
+for _name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 # MLflow's limits (mlflow.utils.validation): per log_batch call, and per value.
 MAX_METRICS_PER_BATCH = 1000

@@ -56,6 +56,13 @@ RETRIEVAL_MISSES: dict[str, list[str] | None] = {
     "q28": ["policies/billing_invoices.md#3"],
     "q44": ["policies/acceptable_use_policy.md#7"],
 }
+# Expected description items whose fact comes only from a second gold chunk: a model
+# that was not shown that chunk cannot state them. qid -> {item index: chunk id}.
+FACT_SOURCES = {
+    "q05": {2: "policies/acceptable_use_policy.md#7"},
+    "q28": {3: "policies/billing_invoices.md#3"},
+    "q44": {2: "policies/acceptable_use_policy.md#7"},
+}
 MISSING_IN = {("base", "v1"): "q23"}  # (adapter, prompt) -> question whose line is absent
 EXTRA_LINE = {
     ("base", "v1"): {
@@ -87,7 +94,7 @@ PROFILES: dict[tuple[str, str], dict[str, float]] = {
         sm_badfile=0.10, sm_badanchor=0.10, sm_empty=0.03, sm_wrongcite=0.08,
     ),
     ("lora_a", "v2"): dict(
-        fence=0.15, prose=0.05, broken=0.03, over_refuse=0.03, refuse_on_miss=0.8, hallucinate=0.2,
+        fence=0.15, prose=0.04, broken=0.02, over_refuse=0.03, refuse_on_miss=0.8, hallucinate=0.2,
         refusal_typo=0.05, label_wrong=0.10, label_cosmetic=0.3, dd_drop=0.20, dd_copy=0.12, dd_pad=0.05,
         dd_merge=0.03, ev_para=0.12, ev_short=0.05, ev_wrong=0.02, pq_drop=0.15, pq_generic=0.25, pq_pad=0.04,
         sm_badfile=0.08, sm_badanchor=0.06, sm_empty=0.02, sm_wrongcite=0.05,
@@ -322,8 +329,10 @@ def simulate_answerable(rng, qv2: dict, gold_ids: list[str], ctxs: list[dict], p
         else:
             labels[key] = ex[key]
 
-    # detailed_description
-    dd = list(ex["detailed_description"])
+    # detailed_description: only the facts the retrieved chunks support
+    shown = {c["id"] for c in ctxs}
+    dd = [d for i, d in enumerate(ex["detailed_description"])
+          if FACT_SOURCES.get(qv2["id"], {}).get(i, next(iter(shown))) in shown]
     if rng.random() < prof["dd_merge"]:
         dd = [("；" if lang == "zh" else "; ").join(dd)]
     else:
@@ -339,7 +348,7 @@ def simulate_answerable(rng, qv2: dict, gold_ids: list[str], ctxs: list[dict], p
             rng.shuffle(pad)
             dd = dd + pad[: max(0, rng.randint(10, 14) - len(dd))]
         elif rng.random() < prof["label_cosmetic"]:
-            dd = [d + ("。" if lang == "zh" else ".") for d in dd]
+            dd = [d if d[-1] in "。.；;" else d + ("。" if lang == "zh" else ".") for d in dd]
 
     # original_evidence
     r = rng.random()

@@ -1,0 +1,101 @@
+"""The Hydra app: every config composes; `ragtrack run` and `run -m` as real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+
+from ragtrack.config import RunConfig
+from ragtrack.hydra_app import CONF_DIR
+
+ROOT = Path(CONF_DIR).parent
+RAGTRACK = [sys.executable, "-m", "ragtrack.cli"]
+GROUPS = sorted(p.name for p in Path(CONF_DIR).iterdir() if p.is_dir() and p.name != "hydra")
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize(
+    "override", [f"{g}={o}" for g in GROUPS for o in _options(g)] + ["generator=callable generator.params.target=m:f"]
+)
+def test_every_config_option_composes_and_validates(override):
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=override.split())
+    RunConfig.from_container(OmegaConf.to_container(cfg, resolve=True))
+
+
+def _keys_without_comment(path: Path) -> list[str]:
+    bad, prev = [], ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        is_key = re.match(r"^\s*(- )?[\w./@-]+:(\s|$)", line) and not line.lstrip().startswith("#")
+        if is_key and "#" not in line and not prev.lstrip().startswith("#"):
+            bad.append(line.strip())
+        prev = line
+    return bad
+
+
+@pytest.mark.parametrize("path", sorted(Path(CONF_DIR).rglob("*.yaml")), ids=lambda p: str(p.relative_to(CONF_DIR)))
+def test_every_yaml_key_has_a_comment(path):
+    assert _keys_without_comment(path) == []
+
+
+def _sweep_files(demo_files, adapters=("base", "lora_a")):
+    base = demo_files["questions"].parent
+    for a in adapters:
+        shutil.copyfile(demo_files["good"], base / f"{a}__v1.jsonl")
+    return [
+        f"eval_set.files=[{demo_files['questions']},{demo_files['qaset']}]",
+        f"prompt.path={demo_files['prompt']}",
+        f"index.path={demo_files['chunks']}",
+        "generator.params.path=" + str(base) + "/${adapter.name}__${prompt.version}.jsonl",
+        f"tracking.uri=sqlite:///{base / 'mlflow.db'}",
+        "tracking.experiment=sweep-test",
+    ]
+
+
+def _ragtrack(args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("RAGTRACK_PARENT_RUN_ID", None)
+    return subprocess.run([*RAGTRACK, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _runs(demo_files, experiment="sweep-test"):
+    client = MlflowClient(f"sqlite:///{demo_files['questions'].parent / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(experiment)
+    return client.search_runs([exp.experiment_id])
+
+
+def test_multirun_groups_jobs_under_one_parent(demo_files):
+    proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *_sweep_files(demo_files)], demo_files["questions"].parent)
+    assert proc.returncode == 0, proc.stderr
+    runs = _runs(demo_files)
+    (parent,) = [r for r in runs if r.data.tags["ragtrack.stage"] == "sweep"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(r.data.params["adapter"] for r in children) == ["base", "lora_a"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+def test_failing_sweep_job_fails_the_parent(demo_files):
+    args = _sweep_files(demo_files, adapters=("base",))  # lora_a has no predictions file
+    proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
+    assert proc.returncode != 0
+    statuses = {r.data.tags["ragtrack.stage"] + ":" + r.data.params.get("adapter", ""): r.info.status for r in _runs(demo_files)}
+    assert statuses == {"sweep:": "FAILED", "full:base": "FINISHED", "full:lora_a": "FAILED"}
+
+
+def test_bad_input_exits_2_naming_the_file(demo_files):
+    args = _sweep_files(demo_files, adapters=())
+    proc = _ragtrack(["run", *args], demo_files["questions"].parent)
+    assert proc.returncode == 2 and "base__v1.jsonl: file not found" in proc.stderr
