@@ -52,19 +52,33 @@ def _finite(v: Any) -> Any:
     return None if isinstance(v, float) and math.isnan(v) else v
 
 
-def cmd_score(args: argparse.Namespace) -> int:
+def load_gates_file(path: Path) -> list[Any]:
+    """Gates from a YAML file of `{name: ["metric op threshold", ...]}`."""
     import yaml
 
-    from ragtrack.eval_sets import load_eval_set
+    from ragtrack.errors import InputError
     from ragtrack.gates import parse_gates
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as e:
+        raise InputError(str(path), f"cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise InputError(str(path), f"not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise InputError(str(path), "expected a mapping of gate name to conditions")
+    return parse_gates(raw, where=str(path))
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from ragtrack.eval_sets import load_eval_set
     from ragtrack.predictions import load_predictions, match_predictions
     from ragtrack.results import case_rows
     from ragtrack.runner import score
     from ragtrack.scorers import build_scorer
 
     scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
-    gates_path = Path(args.gates) if args.gates else DEFAULT_GATES
-    gates = parse_gates(yaml.safe_load(gates_path.read_text(encoding="utf-8")) or {}, where=str(gates_path))
+    gates = load_gates_file(Path(args.gates) if args.gates else DEFAULT_GATES)
     eval_set, _ = load_eval_set(args.eval_set)
     generation = match_predictions(eval_set.cases, load_predictions(args.predictions))
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, gates)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_bytes
+from ragtrack.jsonl import iter_jsonl
 from ragtrack.types import EvalCase, EvalFile, EvalFormat, EvalSet, ExpectedV2, Gold, RagReference, SubsetInfo
 
 __all__ = ["LoadedFile", "detect_format", "load_eval_file", "load_eval_set", "make_subset", "subset_eval_set"]
@@ -64,6 +65,14 @@ class LoadedFile:
     jsonl: bool
 
 
+# The key that announces each format (detect_format's order), for error messages.
+_FORMAT_KEYS = {
+    "question_v2": lambda item: "expected",
+    "qaset": lambda item: "qid" if "qid" in item else "q",
+    "rag": lambda item: "question",
+}
+
+
 def detect_format(item: dict[str, Any]) -> EvalFormat | None:
     """The format an item's keys announce, or None."""
     if "expected" in item:
@@ -75,7 +84,8 @@ def detect_format(item: dict[str, Any]) -> EvalFormat | None:
     return None
 
 
-def _read_items(path: Path) -> tuple[bytes, list[Any], bool]:
+def _read_items(path: Path) -> tuple[bytes, list[Any], list[str]]:
+    """The file's bytes, its items, and where each item is (`item i` or `line n`)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -87,31 +97,29 @@ def _read_items(path: Path) -> tuple[bytes, list[Any], bool]:
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
     if path.suffix == ".jsonl":
-        return data, _parse_jsonl(path, text), True
+        items, where = [], []
+        for lineno, obj in iter_jsonl(text, str(path)):
+            items.append(obj)
+            where.append(f"line {lineno}")
+        return data, items, where
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(str(path), f"not valid JSON: {e.msg}", where=f"line {e.lineno} column {e.colno}") from None
     if not isinstance(obj, list):
         raise InputError(str(path), f"expected a JSON array of items, got {type(obj).__name__}")
-    return data, obj, False
+    return data, obj, [f"item {i}" for i in range(len(obj))]
 
 
-def _parse_jsonl(path: Path, text: str) -> list[Any]:
-    items = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise InputError(str(path), f"not valid JSON: {e.msg}", where=f"line {lineno}") from None
-    return items
+_UNION_BRANCHES = {"str", "int", "bool", "float", "list", "dict", "none"}
 
 
 def _field_of(err: dict[str, Any]) -> str:
+    """`expected.answer_example.detailed_description[2]`; union branch tags left out."""
     out = ""
     for part in err["loc"]:
+        if isinstance(part, str) and (part in _UNION_BRANCHES or part.startswith(("function-", "list["))):
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(item)"
 
@@ -119,10 +127,12 @@ def _field_of(err: dict[str, Any]) -> str:
 def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFile:
     """Load and validate one eval-set file (format detected from the keys unless given)."""
     path = Path(path)
-    data, raw, jsonl = _read_items(path)
+    data, raw, places = _read_items(path)
+    jsonl = path.suffix == ".jsonl"
     if not raw:
         raise InputError(str(path), "the eval set is empty")
-    where = (lambda i: f"line {i + 1}") if jsonl else (lambda i: f"item {i}")
+    where = places.__getitem__
+    detected = fmt is None
     if fmt is None:
         first = raw[0]
         fmt = detect_format(first) if isinstance(first, dict) else None
@@ -138,15 +148,20 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise InputError(str(path), f"expected an object, got {type(item).__name__}", where=where(i))
+        other = detect_format(item)
         try:
             parsed = model.model_validate(item)
         except ValidationError as e:
             err = e.errors()[0]
             hint = ""
-            other = detect_format(item)
             if other and other != fmt:
                 hint = f" (this item looks like {other}, the file is {fmt}: one format per file)"
             raise InputError(str(path), err["msg"] + hint, where=where(i), field=_field_of(err)) from None
+        if detected and other is not None and other != fmt:
+            raise InputError(
+                str(path), f"this item looks like {other}, the file is {fmt}: one format per file",
+                where=where(i), field=_FORMAT_KEYS[other](item),
+            )
         case = _to_case(parsed, i)
         if not case.question.strip():
             raise InputError(str(path), "must not be empty", where=where(i), field="q" if fmt == "qaset" else "question")
@@ -222,7 +237,7 @@ def _subset_bytes(lf: LoadedFile, ids: set[str]) -> bytes:
     for item, case in zip(lf.items, lf.cases, strict=True):
         if case.id in ids:
             if lf.file.format == "question_v2" and item.get("id") is None:
-                item = {"id": case.id, **item}
+                item = {"id": case.id, **{k: v for k, v in item.items() if k != "id"}}
             chosen.append(item)
     if lf.jsonl:
         return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in chosen).encode("utf-8")

@@ -9,7 +9,6 @@ earlier one (`duplicates_dropped`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.errors import InputError
+from ragtrack.jsonl import iter_jsonl
 from ragtrack.types import ContextChunk, EvalCase, Generation, Prediction
 
 __all__ = ["PredictionRecord", "load_predictions", "match_predictions", "parse_prediction"]
@@ -119,16 +119,7 @@ def load_predictions(path: str | Path) -> list[PredictionRecord]:
         raise InputError(str(path), "file not found") from None
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
-    records = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(str(path), f"not valid JSON: {e.msg}", where=f"line {lineno}") from None
-        records.append(parse_prediction(obj, str(path), f"line {lineno}"))
-    return records
+    return [parse_prediction(obj, str(path), f"line {lineno}") for lineno, obj in iter_jsonl(text, str(path))]
 
 
 def match_predictions(cases: Sequence[EvalCase], records: Sequence[PredictionRecord]) -> Generation:

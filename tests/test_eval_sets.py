@@ -230,7 +230,6 @@ def test_answer_example_string_field_with_number(tmp_path: Path) -> None:
     assert (e.where, e.field) == ("item 0", "expected.answer_example.target_audience")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the field of a wrongly typed id is reported as pydantic's union branch 'id.str', not 'id'")
 def test_id_of_wrong_type_names_field_id(tmp_path: Path) -> None:
     path = write_json(tmp_path / "r.json", [{"id": True, "question": "Q"}])
     e = load_error(path)
@@ -273,10 +272,6 @@ def test_mixed_formats_qaset_then_rag(tmp_path: Path) -> None:
     assert "one format per file" in str(e)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a rag file whose later item is a question_v2 item (with id) loads silently; `expected` is dropped",
-)
 def test_mixed_formats_rag_then_question_v2(tmp_path: Path) -> None:
     path = write_json(tmp_path / "mix.json", [{"id": "1", "question": "Q1"}, qv2("Q2", "2")])
     e = load_error(path)
@@ -310,10 +305,6 @@ def test_jsonl_bad_item_names_line(tmp_path: Path) -> None:
     assert (e.file, e.where, e.field) == (str(path), "line 2", "question")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: validation errors in JSONL report the item index + 1, not the file line, once a blank line precedes",
-)
 def test_jsonl_bad_item_line_number_counts_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "rag.jsonl"
     path.write_text('{"id": "1", "question": "Q1"}\n\n{"id": "2"}\n', encoding="utf-8")
@@ -321,10 +312,6 @@ def test_jsonl_bad_item_line_number_counts_blank_lines(tmp_path: Path) -> None:
     assert (e.where, e.field) == ("line 3", "question")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: JSONL is split with str.splitlines(), which also breaks lines at U+2028/U+0085 inside JSON strings",
-)
 def test_jsonl_string_with_unicode_line_separator_loads(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "rag.jsonl", [{"id": "1", "question": "first\u2028second"}])
     assert load_eval_file(path).cases[0].question == "first\u2028second"

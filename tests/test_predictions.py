@@ -175,10 +175,6 @@ def test_blank_lines_ignored(tmp_path: Path) -> None:
     assert [r.key_id for r in recs] == ["1", "2"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: load_predictions splits with str.splitlines(), which also breaks at U+2028/U+0085 inside JSON strings",
-)
 def test_answer_with_unicode_line_separator_loads(tmp_path: Path) -> None:
     recs = records(tmp_path, [{"id": "1", "answer": "line one\u2028line two"}])
     assert recs[0].prediction.answer == "line one\u2028line two"

@@ -116,10 +116,6 @@ def test_reloaded_subset_has_the_recorded_ids(tmp_path: Path) -> None:
     assert [c.id for c in load_eval_file(out).cases] == info.ids
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _subset_bytes writes {'id': case.id, **item}, so an explicit \"id\": null overrides the index id",
-)
 def test_null_ids_are_written_as_original_index(tmp_path: Path) -> None:
     items = qv2_items(3, with_ids=False)
     for item in items:

@@ -105,11 +105,12 @@ def parse_answer(text: str) -> tuple[dict[str, Any] | None, str | None]:
     return obj, None
 
 
-def _json_type(v: Any) -> str:
+def _json_type(v: Any, top: bool = True) -> str:
+    """JSON type name for error messages; a list names its items' types (one level deep)."""
     if v is None:
         return "null"
     if isinstance(v, list):
-        kinds = sorted({_json_type(x) for x in v})
+        kinds = sorted({_json_type(x, False) for x in v}) if top else []
         return f"list of {'/'.join(kinds)}" if kinds else "list"
     return {bool: "boolean", str: "string", dict: "object", int: "number", float: "number"}.get(
         type(v), type(v).__name__

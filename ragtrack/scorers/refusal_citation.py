@@ -136,6 +136,10 @@ class RefusalCitationScorer(Scorer):
     Params = Params
 
     def score(self, batch: Batch) -> ScorerOutput:
+        if not any(c.gold is not None for c in batch.cases):
+            # Not applicable (no qaset gold in this eval set): no rates, so gates on them are skipped.
+            note = f"## {NAME}\n\nNot applicable: no case of this eval set carries qaset gold.\n"
+            return ScorerOutput(info=self.info, cases=[], metrics={f"{NAME}/n_scored": 0.0}, report_md=note)
         rows: list[CaseScore] = []
         answerable: list[bool] = []
         extra_unmatched = 0

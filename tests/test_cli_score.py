@@ -1,0 +1,190 @@
+"""`ragtrack score --json` and `ragtrack --help` as subprocesses (SPEC §6 "Scoring without MLflow")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RAGTRACK = str(Path(sys.executable).with_name("ragtrack"))
+
+EVIDENCE = "Lumen Cloud guarantees 99.9% monthly uptime for all paid plans, measured per calendar month."
+ANSWER_EXAMPLE = {
+    "target_audience": "customers",
+    "main_topic": "SLA",
+    "sub_topic": "uptime",
+    "detailed_description": ["99.9% monthly uptime for paid plans"],
+    "original_evidence": EVIDENCE,
+    "predicted_questions": ["What credits apply when the SLA is missed?"],
+}
+CONTEXTS = [{"source_path": "policies/sla.md", "text": EVIDENCE}]
+PERFECT = json.dumps({**ANSWER_EXAMPLE, "source_map": [{"refs": [{"file": "policies/sla.md", "anchors": ["99.9% monthly uptime"]}]}]})
+
+
+def _raise_on_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def strict_loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_raise_on_constant)
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def ragtrack(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RAGTRACK, *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("score_cli")
+    items = [
+        {"id": "a1", "question": "What uptime does the SLA guarantee?",
+         "expected": {"answer_example": ANSWER_EXAMPLE, "source_map": []}},
+        {"id": "a2", "question": "Is the uptime measured monthly?",
+         "expected": {"answer_example": ANSWER_EXAMPLE, "source_map": []}},
+    ]
+    return {
+        "eval": write_json(d / "questions.json", items),
+        # a1 answered with prose (schema failure), a2 has no prediction: the dev100 gate fails.
+        "failing": write_jsonl(d / "failing.jsonl", [{"id": "a1", "answer": "The SLA is 99.9%.", "contexts": CONTEXTS}]),
+        "perfect": write_jsonl(d / "perfect.jsonl", [
+            {"id": "a1", "answer": PERFECT, "contexts": CONTEXTS},
+            {"id": "a2", "answer": "```json\n" + PERFECT + "\n```", "contexts": CONTEXTS},
+        ]),
+        "qaset": write_json(d / "qaset.json", [{"qid": "a1", "q": "What uptime does the SLA guarantee?",
+                                               "answerable": True, "gold_ids": ["sla#1"]}]),
+        "qaset_preds": write_jsonl(d / "qaset_preds.jsonl", [{"qid": "a1", "answer": "99.9% citations: [sla#1]"}]),
+        "broken": (d / "broken.json").resolve(),
+        "dir": d,
+    }
+
+
+@pytest.fixture(scope="module")
+def failing_run(files: dict[str, Path]) -> subprocess.CompletedProcess[str]:
+    return ragtrack("score", "--eval-set", str(files["eval"]), "--predictions", str(files["failing"]),
+                    "--scorer", "eval_json_v2", "--json")
+
+
+@pytest.fixture(scope="module")
+def failing_doc(failing_run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    return strict_loads(failing_run.stdout)
+
+
+def test_json_output_has_metrics_and_cases(failing_doc: dict[str, Any]) -> None:
+    assert set(failing_doc) == {"metrics", "cases"}
+
+
+def test_metric_names_are_scorer_slash_metric(failing_doc: dict[str, Any]) -> None:
+    names = set(failing_doc["metrics"])
+    assert all("/" in k for k in names)
+    required = {f"eval_json_v2/{m}" for m in (
+        "eval_score_avg", "schema_pass_rate", "target_audience", "main_topic", "sub_topic",
+        "detailed_description_f1", "original_evidence", "predicted_questions_f1", "grounding")}
+    assert required <= names
+    assert "gate/dev100" in names
+
+
+def test_one_case_row_per_case_with_id_and_score(failing_doc: dict[str, Any]) -> None:
+    rows = failing_doc["cases"]
+    assert [r["id"] for r in rows] == ["a1", "a2"]
+    assert all("eval_json_v2/score" in r and "eval_json_v2/schema_ok" in r for r in rows)
+    assert [r["eval_json_v2/score"] for r in rows] == [0.0, 0.0]
+
+
+def test_missing_prediction_counted(failing_doc: dict[str, Any]) -> None:
+    assert failing_doc["metrics"]["predictions/n_missing"] == 1.0
+    assert [r["missing"] for r in failing_doc["cases"]] == [False, True]
+
+
+def test_exit_0_with_failing_gate(failing_run: subprocess.CompletedProcess[str], failing_doc: dict[str, Any]) -> None:
+    assert failing_doc["metrics"]["gate/dev100"] == 0.0
+    assert failing_run.returncode == 0, failing_run.stderr
+
+
+def test_exit_1_with_fail_on_gate_when_gate_fails(files: dict[str, Path]) -> None:
+    proc = ragtrack("score", "--eval-set", str(files["eval"]), "--predictions", str(files["failing"]),
+                    "--scorer", "eval_json_v2", "--json", "--fail-on-gate")
+    assert proc.returncode == 1, proc.stderr
+
+
+def test_exit_0_with_fail_on_gate_when_gate_passes(files: dict[str, Path]) -> None:
+    proc = ragtrack("score", "--eval-set", str(files["eval"]), "--predictions", str(files["perfect"]),
+                    "--scorer", "eval_json_v2", "--json", "--fail-on-gate")
+    doc = strict_loads(proc.stdout)
+    assert doc["metrics"]["eval_json_v2/eval_score_avg"] == pytest.approx(100.0)
+    assert doc["metrics"]["gate/dev100"] == 1.0
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_exit_2_and_one_line_error_for_bad_eval_set(files: dict[str, Path]) -> None:
+    broken = files["broken"]
+    broken.write_text('[{"id": "a1", "question": \n', encoding="utf-8")
+    proc = ragtrack("score", "--eval-set", str(broken), "--predictions", str(files["failing"]),
+                    "--scorer", "eval_json_v2", "--json")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert str(broken) in lines[0]
+    assert proc.stdout == ""
+
+
+def test_not_computed_metrics_are_null_never_nan(files: dict[str, Path]) -> None:
+    # eval_json_v2 on a qaset-only set computes nothing: its means are NaN inside and must print as null.
+    proc = ragtrack("score", "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]),
+                    "--scorer", "eval_json_v2", "--scorer", "refusal_citation", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "NaN" not in proc.stdout
+    doc = strict_loads(proc.stdout)  # raises on NaN / Infinity
+    assert doc["metrics"]["eval_json_v2/eval_score_avg"] is None
+    assert "refusal_citation/precision" in doc["metrics"]
+
+
+def test_help_is_fast() -> None:
+    t0 = time.perf_counter()
+    proc = ragtrack("--help")
+    elapsed = time.perf_counter() - t0
+    assert proc.returncode == 0
+    assert "score" in proc.stdout
+    assert elapsed < 1.0, f"ragtrack --help took {elapsed:.2f}s"
+
+
+# ---------------------------------------------------------------- in-process (cheap) checks of bad input
+
+
+def test_missing_predictions_file_exits_2(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from ragtrack.cli import main
+
+    missing = files["dir"] / "nope.jsonl"
+    assert main(["score", "--eval-set", str(files["eval"]), "--predictions", str(missing), "--scorer", "eval_json_v2"]) == 2
+    assert str(missing) in capsys.readouterr().err
+
+
+def test_unknown_scorer_exits_2(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from ragtrack.cli import main
+
+    assert main(["score", "--eval-set", str(files["eval"]), "--predictions", str(files["failing"]), "--scorer", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_missing_gates_file_exits_2(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from ragtrack.cli import main
+
+    missing = files["dir"] / "nope.yaml"
+    argv = ["score", "--eval-set", str(files["eval"]), "--predictions", str(files["failing"]),
+            "--scorer", "eval_json_v2", "--gates", str(missing)]
+    assert main(argv) == 2
+    assert str(missing) in capsys.readouterr().err
