@@ -49,12 +49,19 @@ def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | 
 
 
 def _summary(results: list[Any]) -> None:
+    """One block per stage: the stamps, each scorer's aggregates on one line, the gates."""
     for r in results:
         m = r.manifest
-        log.info("%s · %s · prompt %s · %s: %d cases", m.stage, m.adapter_id, m.prompt_version, m.eval_set_version, m.n_cases)
+        log.info("%s · %s · prompt %s · %d cases · %s", m.stage, m.adapter_id, m.prompt_version, m.n_cases, m.eval_set_version)
+        by_scorer: dict[str, list[str]] = {}
         for k, v in sorted(r.metrics.items()):
-            if not k.startswith("timing/"):
-                log.info("  %-40s %.6g", k, v)
+            scope, _, name = k.partition("/")
+            if scope not in ("timing", "gate"):
+                by_scorer.setdefault(scope, []).append(f"{name}={v:.4g}")
+        for scope, parts in by_scorer.items():
+            log.info("  %s: %s", scope, " ".join(parts))
+        if r.gates:
+            log.info("  gates: %s", " ".join(f"{g.name}={'skip' if g.skipped else 'pass' if g.passed else 'FAIL'}" for g in r.gates))
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
@@ -118,8 +125,15 @@ class SweepParentCallback(Callback):
         end_sweep_parent(self.uri, run_id, status, failed_jobs=self.failed)
 
 
-def run_cli(overrides: list[str]) -> int:
-    """`ragtrack run [overrides]`: hand the arguments to Hydra as if it were the program."""
-    sys.argv = ["ragtrack run", *overrides]
+def run_cli(args: list[str]) -> int:
+    """`ragtrack run [overrides]`: hand the arguments to Hydra as if it were the program.
+
+    `--overrides "<a=1 b=2>"` takes them as one shell-quoted string (as `mlflow run -P` passes them).
+    """
+    if args[:1] == ["--overrides"] and len(args) >= 2:
+        import shlex
+
+        args = [*shlex.split(args[1]), *args[2:]]
+    sys.argv = ["ragtrack run", *args]
     main()
     return 0

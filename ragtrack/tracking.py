@@ -145,7 +145,13 @@ class MlflowSink:
         self.cfg = cfg
         self.uri = uri
         self.client = MlflowClient(tracking_uri=uri)
-        self.experiment_id = _experiment_id(self.client, cfg.tracking.experiment, uri)
+        project_run = _project_run_id()
+        if parent_run_id is None and project_run:
+            # Launched by `mlflow run`: nest under its run, in its experiment.
+            parent_run_id = project_run
+            self.experiment_id = self.client.get_run(project_run).info.experiment_id
+        else:
+            self.experiment_id = _experiment_id(self.client, cfg.tracking.experiment, uri)
         self.tags = dict(tags or {})
         self._parents = [parent_run_id] if parent_run_id else []
         self.run_ids: dict[str, str] = {}
@@ -248,11 +254,21 @@ class MlflowSink:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _project_run_id() -> str | None:
+    """The run `mlflow run` created for this process (it exports MLFLOW_RUN_ID), if any."""
+    return os.environ.get("MLFLOW_RUN_ID") or None
+
+
 def start_sweep_parent(uri: str, experiment: str, name: str, tags: Mapping[str, str]) -> str:
     """Create the parent run that groups a Hydra sweep's jobs; returns its id."""
     client = MlflowClient(tracking_uri=uri)
-    exp_id = _experiment_id(client, experiment, uri)
-    run = client.create_run(exp_id, run_name=name, tags={"ragtrack.stage": "sweep", **tags})
+    tags = {"ragtrack.stage": "sweep", **tags}
+    if project_run := _project_run_id():
+        exp_id = client.get_run(project_run).info.experiment_id
+        tags["mlflow.parentRunId"] = project_run
+    else:
+        exp_id = _experiment_id(client, experiment, uri)
+    run = client.create_run(exp_id, run_name=name, tags=tags)
     return run.info.run_id
 
 

@@ -1,0 +1,121 @@
+"""The shipped demo and the real processes around it: `ragtrack run`, Ctrl-C, `mlflow run`, `mlflow server`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "RAGTRACK_"))}
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", HF_HUB_OFFLINE="1", **extra)
+    return env
+
+
+def _runs(uri: str, experiment: str | None = None):
+    client = MlflowClient(uri)
+    exps = [client.get_experiment_by_name(experiment)] if experiment else client.search_experiments()
+    return [r for e in exps for r in client.search_runs([e.experiment_id])]
+
+
+def test_demo_default_run_scores_all_52_cases(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = subprocess.run([BIN / "ragtrack", "run", f"tracking.uri={uri}"], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = _runs(uri, "ragtrack-demo")
+    assert (run.data.params["n_cases"], run.data.metrics["predictions/n_missing"]) == ("52", 1.0)
+
+
+def test_demo_best_combination_passes_every_gate(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [BIN / "ragtrack", "run", "adapter=lora_b", "prompt=v2", f"tracking.uri={uri}"]
+    subprocess.run(args, cwd=ROOT, env=_env(), check=True, capture_output=True, timeout=300)
+    (run,) = _runs(uri, "ragtrack-demo")
+    assert run.data.metrics["gate/all"] == 1.0
+
+
+def test_ctrl_c_ends_the_run_killed(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [BIN / "ragtrack", "run", "generator=callable", "generator.params.target=tests.generators.sample_fns:slow",
+            f"tracking.uri={uri}"]
+    proc = subprocess.Popen(args, cwd=ROOT, env=_env(PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _running(uri):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    (run,) = _runs(uri, "ragtrack-demo")
+    assert run.info.status == "KILLED"
+
+
+def _running(uri: str) -> bool:
+    try:
+        return any(r.info.status == "RUNNING" for r in _runs(uri, "ragtrack-demo"))
+    except Exception:  # the store or experiment does not exist yet
+        return False
+
+
+def test_mlflow_project_run_nests_under_the_project_run(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = subprocess.run(
+        [BIN / "mlflow", "run", ".", "--env-manager", "local", "-P", "overrides=adapter=lora_b prompt=v2"],
+        cwd=ROOT, env=_env(MLFLOW_TRACKING_URI=uri), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    runs = _runs(uri)
+    (child,) = [r for r in runs if r.data.tags.get("ragtrack.stage") == "full"]
+    assert child.data.tags["mlflow.parentRunId"] in {r.info.run_id for r in runs if r is not child}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [BIN / "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
+         "--artifacts-destination", str(tmp_path / "server-artifacts"), "--workers", "1"],
+        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(url + "/health", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("mlflow server did not start")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_run_logs_to_a_real_mlflow_server(mlflow_server, tmp_path):
+    args = [BIN / "ragtrack", "run", "adapter=lora_a"]
+    proc = subprocess.run(args, cwd=ROOT, env=_env(MLFLOW_TRACKING_URI=mlflow_server), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = _runs(mlflow_server, "ragtrack-demo")
+    artifacts = {f.path for f in MlflowClient(mlflow_server).list_artifacts(run.info.run_id)}
+    assert run.data.params["adapter"] == "lora_a" and {"report.md", "cases.parquet"} <= artifacts
