@@ -25,6 +25,11 @@ class ModelConfig(_Section):
     id: str
     revision: str | None = None
 
+    @property
+    def stamp(self) -> str:
+        """`model_id` as logged: `<id>` or `<id>@<revision>`."""
+        return f"{self.id}@{self.revision}" if self.revision else self.id
+
 
 class AdapterConfig(_Section):
     name: str

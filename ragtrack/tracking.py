@@ -14,6 +14,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,7 +78,7 @@ def _experiment_id(client: MlflowClient, name: str, uri: str) -> str:
 def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
     """The run's params: version stamps, component versions and parameters."""
     params = {
-        "model_id": cfg.model.id if not cfg.model.revision else f"{cfg.model.id}@{cfg.model.revision}",
+        "model_id": cfg.model.stamp,
         "adapter": cfg.adapter.name,
         "adapter_id": cfg.adapter.id,
         "index": cfg.index.name,
@@ -196,7 +197,8 @@ class MlflowSink:
         self._log_params(run_id, flat_params(self.cfg, result))
         metrics = dict(result.metrics)
         metrics.update({f"timing/{k}": v for k, v in result.timings.items()})
-        entries = [Metric(k, float(v), 0, 0) for k, v in sorted(metrics.items()) if not math.isnan(v)]
+        now_ms = int(time.time() * 1000)
+        entries = [Metric(k, float(v), now_ms, 0) for k, v in sorted(metrics.items()) if not math.isnan(v)]
         tags = [
             RunTag("ragtrack.gates_passed", str(metrics.get("gate/all", 0.0) == 1.0).lower()),
             RunTag("ragtrack.reached_stage", result.manifest.stage),

@@ -9,16 +9,16 @@ per-case `<name>/error` column instead.
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from ragtrack.errors import InputError
-from ragtrack.types import EvalCase, Generation, Prediction, ComponentInfo, ScorerOutput
+from ragtrack.registry import Component, Params, Registry
+from ragtrack.types import EvalCase, Generation, Prediction, ScorerOutput
 
-__all__ = ["Batch", "Scorer", "ScorerParams", "build_scorer", "get_scorer_class", "mean_or_nan", "register_scorer", "scorer_names"]
+__all__ = ["SCORERS", "Batch", "Scorer", "ScorerParams", "build_scorer", "get_scorer_class", "mean_or_nan", "register_scorer", "scorer_names"]
 
 
 class Batch(BaseModel):
@@ -41,46 +41,17 @@ class Batch(BaseModel):
         )
 
 
-class ScorerParams(BaseModel):
-    """Base of every scorer's parameter model: unknown keys are an error."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+ScorerParams = Params  # every scorer's parameter model derives from this
 
 
-class Scorer(ABC):
+class Scorer(Component):
     """Base class: subclasses set `name`, `version`, `Params` and implement `score`."""
 
-    name: ClassVar[str]
-    version: ClassVar[str]
-    Params: ClassVar[type[ScorerParams]] = ScorerParams
-
-    def __init__(self, **params: Any) -> None:
-        try:
-            self.p = self.Params.model_validate(params)
-        except ValidationError as e:
-            first = e.errors()[0]
-            field = ".".join(str(x) for x in first["loc"])
-            raise InputError(f"scorers.{self.name}", first["msg"], field=field) from None
-
-    @property
-    def info(self) -> ComponentInfo:
-        """Name, version and every parameter (defaults included), as logged."""
-        return ComponentInfo(name=self.name, version=self.version, params=self.p.model_dump())
+    kind: ClassVar[str] = "scorers"
 
     @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:
         """Score every case of the batch this scorer applies to."""
-
-
-_REGISTRY: dict[str, type[Scorer]] = {}
-
-
-def register_scorer(cls: type[Scorer]) -> type[Scorer]:
-    """Class decorator: make a scorer available by its `name`."""
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"scorer {cls.name!r} is registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
 
 
 def _load_builtin() -> None:
@@ -88,21 +59,11 @@ def _load_builtin() -> None:
     from ragtrack.scorers import eval_json_v2, refusal_citation  # noqa: F401
 
 
-def scorer_names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
-
-
-def get_scorer_class(name: str) -> type[Scorer]:
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise InputError("scorers", f"unknown scorer; known: {', '.join(sorted(_REGISTRY))}", field=name)
-    return _REGISTRY[name]
-
-
-def build_scorer(name: str, params: dict[str, Any] | None = None) -> Scorer:
-    """Instantiate a registered scorer; unknown parameters are an error."""
-    return get_scorer_class(name)(**(params or {}))
+SCORERS: Registry[Scorer] = Registry("scorers", _load_builtin)
+register_scorer = SCORERS.register
+scorer_names = SCORERS.names
+get_scorer_class = SCORERS.get
+build_scorer = SCORERS.build
 
 
 def mean_or_nan(values: Sequence[float]) -> float:
