@@ -11,7 +11,9 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +26,27 @@ from omegaconf import DictConfig, OmegaConf
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 
-__all__ = ["CONF_DIR", "PARENT_RUN_ENV", "SweepParentCallback", "execute", "main"]
+__all__ = ["CONF_DIR", "PARENT_RUN_ENV", "SweepParentCallback", "execute", "main", "redact_overrides"]
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 PARENT_RUN_ENV = "RAGTRACK_PARENT_RUN_ID"
 log = logging.getLogger("ragtrack")
+
+
+_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.IGNORECASE)
+
+
+def redact_overrides(overrides: Iterable[str]) -> str:
+    """The command-line overrides as one tag value, values of secret-looking keys masked.
+
+    Secrets belong in the environment; this keeps one typed on the command line by
+    mistake out of MLflow.
+    """
+    out = []
+    for o in overrides:
+        key, eq, _ = o.partition("=")
+        out.append(f"{key}=***" if eq and _SECRET_KEY.search(key) else o)
+    return " ".join(out)[:5000]
 
 
 def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> list[Any]:
@@ -70,7 +88,7 @@ def main(cfg: DictConfig) -> float | None:
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     hc = HydraConfig.get()
-    tags = {"ragtrack.hydra_overrides": " ".join(hc.overrides.task)[:5000]}
+    tags = {"ragtrack.hydra_overrides": redact_overrides(hc.overrides.task)}
     if hc.mode.name == "MULTIRUN":
         tags["ragtrack.sweep_job"] = str(hc.job.num)
     try:
@@ -100,9 +118,9 @@ class SweepParentCallback(Callback):
         from ragtrack.tracking import resolve_tracking_uri, start_sweep_parent
 
         self.uri = resolve_tracking_uri(tracking.get("uri"), os.getcwd())
-        overrides = " ".join(config.hydra.overrides.task)
+        overrides = redact_overrides(config.hydra.overrides.task)
         self.run_id = start_sweep_parent(
-            self.uri, tracking.get("experiment", "ragtrack"), f"sweep {overrides}"[:250], {"ragtrack.hydra_overrides": overrides[:5000]}
+            self.uri, tracking.get("experiment", "ragtrack"), f"sweep {overrides}"[:250], {"ragtrack.hydra_overrides": overrides}
         )
         os.environ[PARENT_RUN_ENV] = self.run_id
         atexit.register(self._finish, "FAILED")  # a sweep that dies midway must not stay RUNNING

@@ -99,3 +99,11 @@ def test_bad_input_exits_2_naming_the_file(demo_files):
     args = _sweep_files(demo_files, adapters=())
     proc = _ragtrack(["run", *args], demo_files["questions"].parent)
     assert proc.returncode == 2 and "base__v1.jsonl: file not found" in proc.stderr
+
+
+def test_secret_looking_override_values_are_masked():
+    from ragtrack.hydra_app import redact_overrides
+
+    assert redact_overrides(["adapter=lora_a", "generator.params.api_key=sk-123", "+x.token=abc"]) == (
+        "adapter=lora_a generator.params.api_key=*** +x.token=***"
+    )

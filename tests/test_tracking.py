@@ -174,3 +174,10 @@ def test_environment_uri_beats_default(tmp_path, monkeypatch):
 def test_config_uri_beats_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
     assert resolve_tracking_uri("sqlite:////x/y.db", tmp_path) == "sqlite:////x/y.db"
+
+
+def test_case_table_loads_through_mlflow_load_table(logged, monkeypatch):
+    client, run, _, cfg = logged
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", cfg.tracking.uri)  # load_table searches via the fluent API
+    table = client.load_table(run.info.experiment_id, "cases_table.json", run_ids=[run.info.run_id])
+    assert len(table) == 3 and "eval_json_v2/score" in table.columns
