@@ -244,9 +244,9 @@ def _subset_bytes(lf: LoadedFile, ids: set[str]) -> bytes:
     return (json.dumps(chosen, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
-def _draw(case_ids: list[str], n: int, seed: int, what: str) -> list[str]:
+def _draw(case_ids: list[str], n: int, seed: int, what: str, field: str) -> list[str]:
     if not 0 < n <= len(case_ids):
-        raise InputError(what, f"subset size n={n} must be between 1 and the {len(case_ids)} cases")
+        raise InputError(what, f"subset size n={n} must be between 1 and the {len(case_ids)} cases", field=field)
     picked = sorted(random.Random(seed).sample(range(len(case_ids)), n))
     return [case_ids[i] for i in picked]
 
@@ -254,7 +254,7 @@ def _draw(case_ids: list[str], n: int, seed: int, what: str) -> list[str]:
 def make_subset(src: str | Path, n: int, seed: int) -> tuple[bytes, SubsetInfo]:
     """A reproducible subset of one file: the bytes to write and how they were drawn."""
     lf = load_eval_file(src)
-    ids = _draw([c.id for c in lf.cases], n, seed, str(src))
+    ids = _draw([c.id for c in lf.cases], n, seed, str(src), "--n")
     info = SubsetInfo(parent_version=lf.file.version, seed=seed, n=n, ids=ids)
     return _subset_bytes(lf, set(ids)), info
 
@@ -265,7 +265,7 @@ def subset_eval_set(es: EvalSet, loaded: list[LoadedFile], n: int, seed: int) ->
     For a single file the subset's version equals that of the file `ragtrack subset
     --n N --seed S --out <stem>_devN.json` writes.
     """
-    ids = _draw([c.id for c in es.cases], n, seed, es.name)
+    ids = _draw([c.id for c in es.cases], n, seed, f"eval set {es.name!r}", "stages.dev_n")
     keep = set(ids)
     files = []
     for lf in loaded:
