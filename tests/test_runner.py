@@ -76,3 +76,9 @@ def test_unknown_config_key_names_it(demo_files):
 def test_unknown_scorer_param_fails_before_loading(demo_files):
     with pytest.raises(InputError, match="jacard"):
         run(make_config(demo_files, scorers={"eval_json_v2": {"jacard": 0.5}}))
+
+
+def test_dev_subset_larger_than_eval_set_names_stages_dev_n(demo_files):
+    cfg = make_config(demo_files, stages={"enabled": True, "dev_n": 100})
+    with pytest.raises(InputError, match=r"stages\.dev_n: subset size n=100 must be between 1 and the 3 cases"):
+        run_job(cfg)
