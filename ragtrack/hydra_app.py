@@ -15,7 +15,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -25,6 +25,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
+
+if TYPE_CHECKING:
+    from ragtrack.types import RunResult
 
 __all__ = ["CONF_DIR", "PARENT_RUN_ENV", "SweepParentCallback", "execute", "main", "redact_overrides"]
 
@@ -49,7 +52,7 @@ def redact_overrides(overrides: Iterable[str]) -> str:
     return " ".join(out)[:5000]
 
 
-def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> list[Any]:
+def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> list[RunResult]:
     """Run one configured job, tracked in MLflow unless tracking is disabled."""
     from ragtrack.runner import run_job
 
@@ -66,7 +69,7 @@ def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | 
     return results
 
 
-def _summary(results: list[Any]) -> None:
+def _summary(results: list[RunResult]) -> None:
     """One block per stage: the stamps, each scorer's aggregates on one line, the gates."""
     for r in results:
         m = r.manifest

@@ -187,14 +187,14 @@ class MlflowSink:
     # -------------------------------------------------------------- logging
 
     def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
-        existing = self.client.get_run(run_id).data.params
-        todo = [Param(k, v) for k, v in params.items() if k not in existing]
+        todo = [Param(k, v) for k, v in params.items()]
         for chunk in _chunks(todo, MAX_PARAMS_PER_BATCH):
             self.client.log_batch(run_id, params=chunk, synchronous=True)
 
     def log_result(self, run_id: str, result: RunResult, stage: str) -> None:
         """Params, metrics, dataset input and artifacts of one finished stage."""
-        self._log_params(run_id, flat_params(self.cfg, result))
+        early = flat_params(self.cfg, None)  # logged when the run was created
+        self._log_params(run_id, {k: v for k, v in flat_params(self.cfg, result).items() if k not in early})
         metrics = dict(result.metrics)
         metrics.update({f"timing/{k}": v for k, v in result.timings.items()})
         now_ms = int(time.time() * 1000)
