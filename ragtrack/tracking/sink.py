@@ -1,4 +1,4 @@
-"""The only module that talks to MLflow.
+"""One job's stages as MLflow runs.
 
 `MlflowSink` implements the runner's `StageSink`: each stage is one MLflow run, created
 with the client API and an explicit parent run id (never the process-global active run),

@@ -1,0 +1,16 @@
+"""Everything that talks to MLflow lives in this package; no other ragtrack module imports mlflow.
+
+`sink`: one job's stages as MLflow runs (params, metrics, dataset inputs, artifacts).
+"""
+
+from ragtrack.tracking.sink import (
+    MlflowSink,
+    default_tracking_uri,
+    end_run,
+    end_sweep_parent,
+    flat_params,
+    resolve_tracking_uri,
+    start_sweep_parent,
+)
+
+__all__ = ["MlflowSink", "default_tracking_uri", "end_run", "end_sweep_parent", "flat_params", "resolve_tracking_uri", "start_sweep_parent"]
