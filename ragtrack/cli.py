@@ -137,14 +137,15 @@ def cmd_list() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "run":
-        from ragtrack.hydra_app import run_cli
-
-        return run_cli(argv[1:])
-    args = _parser().parse_args(argv)
     from ragtrack.errors import InputError
+    from ragtrack.termination import Terminated, exit_code
 
     try:
+        if argv and argv[0] == "run":
+            from ragtrack.hydra_app import run_cli
+
+            return run_cli(argv[1:])
+        args = _parser().parse_args(argv)
         if args.command == "score":
             return cmd_score(args)
         if args.command == "subset":
@@ -154,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"ragtrack: error: {e}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, Terminated) as e:
+        what = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
+        print(f"ragtrack: {what}: the run ended KILLED", file=sys.stderr)
+        return exit_code(e)
     _parser().print_help()
     return 0
 

@@ -96,5 +96,9 @@ class RunConfig(_Section):
 
     @property
     def sha256(self) -> str:
-        """sha256 of the canonical JSON of this config."""
-        return sha256_json(self.model_dump(mode="json"))
+        """sha256 of the canonical JSON of everything that shapes the scores.
+
+        `tracking` (where and under which names the run is logged) is left out: logging
+        the same evaluation to another store or experiment must not change its hash.
+        """
+        return sha256_json(self.model_dump(mode="json", exclude={"tracking"}))

@@ -277,6 +277,7 @@ def subset_eval_set(es: EvalSet, loaded: list[LoadedFile], n: int, seed: int) ->
                 format=lf.file.format,
                 sha1=sha1_bytes(data),
                 n_items=sum(1 for c in lf.cases if c.id in keep),
+                data=data,
             )
         )
     return EvalSet(

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from ragtrack.errors import InputError
 from ragtrack.types import GateCondition, GateResult, GateSpec
 
-__all__ = ["evaluate_gates", "gate_metrics", "parse_gates"]
+__all__ = ["evaluate_gates", "failed_conditions", "gate_metrics", "parse_gates"]
 
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 _CONDITION = re.compile(r"^\s*(\S+)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
@@ -64,4 +64,22 @@ def gate_metrics(results: Sequence[GateResult]) -> dict[str, float]:
     out = {f"gate/{r.name}": 1.0 if r.passed else 0.0 for r in evaluated}
     if evaluated:
         out["gate/all"] = 1.0 if all(r.passed for r in evaluated) else 0.0
+    return out
+
+
+_NEGATED = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "==": "!="}
+
+
+def failed_conditions(gate: GateSpec, metrics: Mapping[str, float]) -> list[str]:
+    """Each condition of `gate` that does not hold, as `metric value <negated op> threshold`.
+
+    E.g. `eval_json_v2/eval_score_avg 74.2 < 95`; an absent or NaN metric reads `metric not computed`.
+    """
+    out = []
+    for c in gate.conditions:
+        value = metrics.get(c.metric, math.nan)
+        if math.isnan(value):
+            out.append(f"{c.metric} not computed")
+        elif not _OPS[c.op](value, c.threshold):
+            out.append(f"{c.metric} {value:.4g} {_NEGATED[c.op]} {c.threshold:g}")
     return out

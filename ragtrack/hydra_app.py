@@ -1,79 +1,70 @@
 """The Hydra application behind `ragtrack run`: compose `conf/`, validate, run, track.
 
-A sweep (`ragtrack run -m ...`) gets one MLflow parent run, created by
-`SweepParentCallback` before the first job; its id reaches the jobs explicitly through
-`RAGTRACK_PARENT_RUN_ID` (never `MLFLOW_RUN_ID`). Paths and the default tracking URI
+A sweep (`ragtrack run -m ...`) is driven by `ragtrack.sweep.TrackedSweeper`, which owns
+the sweep's MLflow parent run in the launching process. Paths and the default tracking URI
 are resolved against the directory ragtrack was started from (`hydra.job.chdir` is off).
+Every failure ends in one line on the console: bad input exits 2, a failed run 1, a
+signal 128 + its number (the run ends KILLED).
 """
 
 from __future__ import annotations
 
-import atexit
+import difflib
 import logging
 import os
-import re
 import sys
-from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.utils import JobReturn, JobStatus
-from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
+from ragtrack.redact import redact_overrides, redact_text
+from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV
+from ragtrack.termination import handle_termination, watch_parent
 
 if TYPE_CHECKING:
     from ragtrack.types import RunResult
 
-__all__ = ["CONF_DIR", "PARENT_RUN_ENV", "SweepParentCallback", "execute", "main", "redact_overrides"]
+__all__ = ["CONF_DIR", "check_overrides", "execute", "main", "run_cli"]
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-PARENT_RUN_ENV = "RAGTRACK_PARENT_RUN_ID"
+DEBUG_ENV = "RAGTRACK_DEBUG"  # set to 1 for the full traceback of a failed run on the console
 log = logging.getLogger("ragtrack")
 
 
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.IGNORECASE)
-
-
-def redact_overrides(overrides: Iterable[str]) -> str:
-    """The command-line overrides as one tag value, values of secret-looking keys masked.
-
-    Secrets belong in the environment; this keeps one typed on the command line by
-    mistake out of MLflow.
-    """
-    out = []
-    for o in overrides:
-        key, eq, _ = o.partition("=")
-        out.append(f"{key}=***" if eq and _SECRET_KEY.search(key) else o)
-    return " ".join(out)[:5000]
-
-
 def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> list[RunResult]:
-    """Run one configured job, tracked in MLflow unless tracking is disabled."""
-    from ragtrack.runner import run_job
+    """Run one configured job, tracked in MLflow unless tracking is disabled.
 
+    Every input is validated first: bad input raises `InputError` before any store or run exists.
+    """
+    from ragtrack.runner import prepare, run_stages
+
+    stages = prepare(cfg)
     if not cfg.tracking.enabled:
-        return run_job(cfg)
+        return run_stages(stages)
     from ragtrack.tracking import MlflowSink, resolve_tracking_uri
 
     uri = resolve_tracking_uri(cfg.tracking.uri, base_dir)
     sink = MlflowSink(cfg, uri=uri, parent_run_id=parent_run_id, tags=tags)
-    results = run_job(cfg, sink)
-    log.info("tracking uri: %s (experiment %r)", uri, cfg.tracking.experiment)
+    results = run_stages(stages, sink)
+    log.info("tracking uri: %s (experiment %r)", redact_text(uri), sink.experiment_name)
     for stage, run_id in sink.run_ids.items():
         log.info("mlflow run %s: %s", stage, run_id)
     return results
 
 
-def _summary(results: list[RunResult]) -> None:
-    """One block per stage: the stamps, each scorer's aggregates on one line, the gates."""
+def _summary(cfg: RunConfig, results: list[RunResult]) -> None:
+    """One block per stage: the stamps, each scorer's aggregates on one line, the gates, what was missing."""
+    from ragtrack.report import run_label
+
     for r in results:
         m = r.manifest
-        log.info("%s · %s · prompt %s · %d cases · %s", m.stage, m.adapter_id, m.prompt_version, m.n_cases, m.eval_set_version)
+        log.info("%s · %s · %d cases · %s", m.stage, run_label(m), m.n_cases, m.eval_set_version)
         by_scorer: dict[str, list[str]] = {}
         for k, v in sorted(r.metrics.items()):
             scope, _, name = k.partition("/")
@@ -83,67 +74,100 @@ def _summary(results: list[RunResult]) -> None:
             log.info("  %s: %s", scope, " ".join(parts))
         if r.gates:
             log.info("  gates: %s", " ".join(f"{g.name}={'skip' if g.skipped else 'pass' if g.passed else 'FAIL'}" for g in r.gates))
+        g = r.generation
+        if g.n_missing:
+            log.warning("  warning: %d case(s) had no prediction and were scored as empty answers: %s", g.n_missing, _ids(g.missing_ids, g.n_missing))
+        if g.n_unmatched:
+            log.warning("  warning: %d prediction(s) matched no case: %s", g.n_unmatched, _ids(g.unmatched_keys, g.n_unmatched))
+    if cfg.stages.enabled and len(results) == 1:
+        from ragtrack.gates import failed_conditions
+
+        dev = results[0]
+        spec = next(s for s in dev.manifest.gates if s.name == cfg.stages.dev_gate)
+        verdict = next(g for g in dev.gates if g.name == spec.name)
+        why = "skipped: " + verdict.detail if verdict.skipped else "; ".join(failed_conditions(spec, dev.metrics))
+        log.info("full stage skipped: gate %s failed (%s)", spec.name, why)
+
+
+def _ids(ids: list[str], total: int, limit: int = 10) -> str:
+    more = total - min(len(ids), limit)
+    return ", ".join(ids[:limit]) + (f" … and {more} more (see report.md)" if more > 0 else "")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg: DictConfig) -> float | None:
     """Hydra task: returns `gate/all` (1.0, 0.0) or None when no gate was evaluated."""
-    container = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(container, dict)
     hc = HydraConfig.get()
-    tags = {"ragtrack.hydra_overrides": redact_overrides(hc.overrides.task)}
-    if hc.mode.name == "MULTIRUN":
+    in_sweep = hc.mode == RunMode.MULTIRUN
+    if in_sweep and os.environ.get(SWEEP_PID_ENV, str(os.getpid())) != str(os.getpid()):
+        watch_parent()  # a worker process: stop (and end the run KILLED) if the launcher dies
+    tags = {"ragtrack.hydra_overrides": " ".join(redact_overrides(hc.overrides.task))[:5000]}
+    if in_sweep:
         tags["ragtrack.sweep_job"] = str(hc.job.num)
-    try:
-        run_cfg = RunConfig.from_container(container)
-        results = execute(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV), tags=tags)
-    except InputError as e:
-        log.error("error: %s", e)
-        if hc.mode.name == "MULTIRUN":
-            raise  # Hydra records the failed job; the sweep's other jobs still run
-        sys.exit(2)
-    _summary(results)
+    with handle_termination():
+        container = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(container, dict)
+        try:
+            run_cfg = RunConfig.from_container(container)
+            results = execute(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV), tags=tags)
+        except Exception as e:
+            if in_sweep:
+                raise  # the sweeper reports each failed job in one line and counts it
+            _report_failure(e)
+    _summary(run_cfg, results)
     return results[-1].metrics.get("gate/all")
 
 
-class SweepParentCallback(Callback):
-    """Create one MLflow parent run per sweep; end it FINISHED, or FAILED if a job failed."""
+def _report_failure(e: Exception) -> None:
+    """One line for the console (the traceback only with RAGTRACK_DEBUG=1), then exit 2 or 1."""
+    if isinstance(e, InputError):
+        log.error("error: %s", e)
+        sys.exit(2)
+    if os.environ.get(DEBUG_ENV):
+        log.exception("error: %s: %s", type(e).__name__, e)
+    else:
+        log.error("error: %s: %s (the run ended FAILED; set %s=1 for the traceback)", type(e).__name__, e, DEBUG_ENV)
+    sys.exit(1)
 
-    def __init__(self) -> None:
-        self.run_id: str | None = None
-        self.uri: str | None = None
-        self.failed = 0
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        tracking = config.get("tracking", {})
-        if not tracking.get("enabled", True):
-            return
-        from ragtrack.tracking import resolve_tracking_uri, start_sweep_parent
+# ------------------------------------------------------------------ overrides
 
-        self.uri = resolve_tracking_uri(tracking.get("uri"), os.getcwd())
-        overrides = redact_overrides(config.hydra.overrides.task)
-        self.run_id = start_sweep_parent(
-            self.uri, tracking.get("experiment", "ragtrack"), f"sweep {overrides}"[:250], {"ragtrack.hydra_overrides": overrides}
-        )
-        os.environ[PARENT_RUN_ENV] = self.run_id
-        atexit.register(self._finish, "FAILED")  # a sweep that dies midway must not stay RUNNING
-        log.info("sweep parent run: %s", self.run_id)
 
-    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        if job_return.status == JobStatus.FAILED:
-            self.failed += 1
+def _groups() -> dict[str, list[str]]:
+    conf = Path(CONF_DIR)
+    return {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in conf.iterdir() if p.is_dir() and p.name != "hydra"}
 
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        self._finish("FAILED" if self.failed else "FINISHED")
 
-    def _finish(self, status: str) -> None:
-        if self.run_id is None or self.uri is None:
-            return
-        from ragtrack.tracking import end_sweep_parent
+def check_overrides(args: list[str]) -> None:
+    """Catch a mistyped key or group option before Hydra does (its advice, `+key=…`, would then fail).
 
-        run_id, self.run_id = self.run_id, None
-        os.environ.pop(PARENT_RUN_ENV, None)
-        end_sweep_parent(self.uri, run_id, status, failed_jobs=self.failed)
+    `adaptr=lora_b` → `unknown config group or key 'adaptr'; did you mean 'adapter'?`;
+    `adapter=lora_c` → `unknown adapter 'lora_c'; choose from base, lora_a, lora_b`.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    candidates = [a for a in args if not a.startswith("-") and "=" in a]
+    try:
+        overrides = OverridesParser.create().parse_overrides(candidates)
+    except OverrideParseException as e:
+        raise InputError("overrides", str(e).splitlines()[0]) from None
+    groups = _groups()
+    known = set(groups) | set(RunConfig.model_fields)
+    for o in overrides:
+        key = o.key_or_group
+        top = key.split(".")[0].split("/")[0]
+        if top == "hydra" or o.is_add() or o.is_force_add() or o.is_delete():
+            continue
+        if top not in known:
+            hint = difflib.get_close_matches(top, sorted(known), n=1)
+            did_you_mean = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(sorted(known))}"
+            raise InputError("overrides", f"unknown config group or key {top!r}{did_you_mean}", field=o.input_line or key)
+        if key in groups and o.value_type is not None:
+            values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+            for v in values:
+                if v not in groups[key] and v != "null":
+                    raise InputError("overrides", f"unknown {key} {v!r}; choose from {', '.join(groups[key])}", field=key)
 
 
 def run_cli(args: list[str]) -> int:
@@ -155,6 +179,21 @@ def run_cli(args: list[str]) -> int:
         import shlex
 
         args = [*shlex.split(args[1]), *args[2:]]
+    check_overrides(args)
     sys.argv = ["ragtrack run", *args]
-    main()
+    with handle_termination(before_raise=_stop_children):
+        main()
     return 0
+
+
+def _stop_children(signum: int) -> None:
+    """Pass a signal on to our child processes (sweep workers) and give them time to end their runs."""
+    import psutil
+
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        try:
+            child.send_signal(signum)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(children, timeout=15)

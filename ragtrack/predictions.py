@@ -146,4 +146,5 @@ def match_predictions(cases: Sequence[EvalCase], records: Sequence[PredictionRec
         n_unmatched=len(unmatched),
         duplicates_dropped=duplicates,
         unmatched_keys=unmatched,
+        missing_ids=[p.case_id for p in predictions if p.missing],
     )

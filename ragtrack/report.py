@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ragtrack.types import GateResult, RunResult, ScorerOutput
+from ragtrack.types import GateResult, RunManifest, RunResult, ScorerOutput
 
-__all__ = ["render_report", "render_scorer_report"]
+__all__ = ["render_report", "render_scorer_report", "run_label"]
 
 
 def _gates_table(gates: list[GateResult]) -> list[str]:
@@ -23,14 +23,31 @@ def _fmt(v: float) -> str:
     return "n/a" if math.isnan(v) else f"{v:.6g}"
 
 
+def run_label(m: RunManifest) -> str:
+    """`<adapter id> · prompt <version>`, or `<model id> (no adapter) · …` for the base model."""
+    who = f"{m.model_id} (no adapter)" if m.adapter_id in ("", "none") else m.adapter_id
+    return f"{who} · prompt {m.prompt_version}"
+
+
+def _list(ids: list[str], total: int, limit: int = 50) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:limit])
+    more = total - min(len(ids), limit)
+    return shown + (f" … and {more} more" if more > 0 else "")
+
+
 def render_report(result: RunResult) -> str:
-    """The run's report: version stamps, gates, every metric, then each scorer's section."""
+    """The run's report: where it was logged, version stamps, gates, every metric, then each scorer's section."""
     m = result.manifest
-    lines = [
-        f"# ragtrack report: {m.adapter_id} · prompt {m.prompt_version} · {m.stage}",
-        "",
-        "| stamp | value |",
-        "|---|---|",
+    g = result.generation
+    lines = [f"# ragtrack report: {run_label(m)} · {m.stage}", "", "| stamp | value |", "|---|---|"]
+    if m.tracking is not None:
+        t = m.tracking
+        lines += [
+            f"| mlflow run | `{t.run_id}` ({t.run_name}) |",
+            f"| experiment | {t.experiment_name} (id {t.experiment_id}) |",
+            f"| started | {t.start_time} |",
+        ]
+    lines += [
         f"| model_id | `{m.model_id}` |",
         f"| adapter_id | `{m.adapter_id}` |",
         f"| index_version | `{m.index_version}` |",
@@ -43,9 +60,17 @@ def render_report(result: RunResult) -> str:
         f"| generator | {m.generator.name} v{m.generator.version} |",
         f"| config_sha256 | `{m.config_sha256}` |",
         f"| git | `{m.git_commit}`{' (dirty)' if m.git_dirty else ''} |",
+        f"| ragtrack / python | {m.ragtrack_version} / {m.python_version} |",
+        f"| packages | {', '.join(f'{k} {v}' for k, v in m.packages.items())} |",
     ]
     if m.subset is not None:
         lines.append(f"| subset | {m.subset.n} cases of `{m.subset.parent_version}`, seed {m.subset.seed} |")
+    if g.missing_ids or g.unmatched_keys:
+        lines += ["", "## Predictions", ""]
+        if g.missing_ids:
+            lines.append(f"- Cases without a prediction (scored as empty answers): {_list(g.missing_ids, g.n_missing)}")
+        if g.unmatched_keys:
+            lines.append(f"- Predictions that match no case: {_list(g.unmatched_keys, g.n_unmatched)}")
     if result.gates:
         lines += ["", "## Gates", "", *_gates_table(result.gates)]
     lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]

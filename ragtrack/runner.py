@@ -1,10 +1,12 @@
 """The pure runner: a validated config in, a `RunResult` out. No MLflow in here.
 
-    load (eval set, prompt, index version) -> generate -> score (each scorer, whole batch)
-    -> aggregate -> gates
+    prepare (build components, load and validate every input)  ->  for each stage:
+    generate -> score (each scorer, whole batch) -> aggregate -> gates
 
-`run_job` adds the staged flow (dev subset first, full set only when its gate passes)
-around `run`, reporting each stage to a `StageSink` (the tracking layer, or nothing).
+`prepare` reads and checks everything a job needs before anything is tracked, so bad input
+is an error with no run, no store and no files left behind. `run_job` adds the staged flow
+(dev subset first, full set only when its gate passes), reporting each stage to a
+`StageSink` (the tracking layer, or nothing).
 """
 
 from __future__ import annotations
@@ -13,21 +15,62 @@ import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from importlib import metadata
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from ragtrack import __version__
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 from ragtrack.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.gates import evaluate_gates, gate_metrics, parse_gates
-from ragtrack.generators import build_generator
+from ragtrack.generators import Generator, build_generator
 from ragtrack.hashing import sha1_file
-from ragtrack.prompts import load_prompt
+from ragtrack.prompts import Prompt, load_prompt
 from ragtrack.provenance import git_state
 from ragtrack.scorers import Batch, Scorer, build_scorer
-from ragtrack.types import EvalCase, GateResult, GateSpec, Generation, RunManifest, RunResult, ScorerOutput
+from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, RunManifest, RunResult, ScorerOutput
 
-__all__ = ["StageSink", "index_version", "run", "run_job", "score"]
+__all__ = ["PACKAGES", "Stage", "StageSink", "execute_stage", "index_version", "package_versions", "prepare", "run", "run_job", "run_stages", "score"]
+
+# The libraries whose versions can change a number or its record; logged with every run.
+PACKAGES = ("mlflow", "pydantic", "pandas", "rapidfuzz", "sentence-transformers", "hydra-core", "omegaconf")
+
+
+class Stage(BaseModel):
+    """One stage of a job, prepared: its components built and every input loaded and validated."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    kind: Literal["full", "dev"]
+    cfg: RunConfig
+    eval_set: EvalSet
+    all_cases: list[EvalCase]  # the full eval set's cases: a dev stage's predictions for the others are not "unmatched"
+    prompt: Prompt
+    index_version: str
+    scorers: list[Scorer]
+    generator: Generator
+    gates: list[GateSpec]
+    generation: Generation | None  # answers already known at preparation (replay), else generated in the run
+    load_s: float  # time spent preparing (loading and validating inputs)
+
+    @property
+    def keep(self) -> set[str] | None:
+        """The case ids this stage scores when it is a subset of `all_cases`."""
+        return {c.id for c in self.eval_set.cases} if self.kind == "dev" else None
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of `PACKAGES` ("not installed" when absent)."""
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def index_version(cfg: RunConfig) -> str:
@@ -42,65 +85,92 @@ def index_version(cfg: RunConfig) -> str:
     return cfg.index.name
 
 
-def run(cfg: RunConfig, *, dev_subset: bool = False) -> RunResult:
-    """Score the configured eval set (or its dev subset) and evaluate the gates."""
-    timings: dict[str, float] = {}
+def prepare(cfg: RunConfig, *, staged: bool | None = None) -> list[Stage]:
+    """Every stage of the job (dev first when staged), with all inputs loaded and validated.
+
+    `staged` overrides `cfg.stages.enabled` (e.g. to prepare only the dev stage's inputs).
+    """
     t0 = time.perf_counter()
+    staged = cfg.stages.enabled if staged is None else staged
     # Build every component first: a bad scorer or generator parameter fails before any work.
     scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
     generator = build_generator(cfg.generator.name, cfg.generator.params)
     gates = parse_gates(cfg.gates)
+    if staged and cfg.stages.dev_gate not in cfg.gates:
+        raise InputError("config", f"no gate named {cfg.stages.dev_gate!r} (gates: {sorted(cfg.gates)})", field="stages.dev_gate")
     eval_set, loaded = load_eval_set(cfg.eval_set.files, name=cfg.eval_set.name)
-    if dev_subset:
-        eval_set = subset_eval_set(eval_set, loaded, cfg.stages.dev_n, cfg.stages.dev_seed)
     prompt = load_prompt(cfg.prompt.path, cfg.prompt.version)
-    idx_version = index_version(cfg)
-    timings["load_s"] = time.perf_counter() - t0
+    common = dict(cfg=cfg, all_cases=eval_set.cases, prompt=prompt, index_version=index_version(cfg),
+                  scorers=scorers, generator=generator, gates=gates)
+    sets: list[tuple[Literal["full", "dev"], EvalSet]] = [("full", eval_set)]
+    if staged:
+        sets.insert(0, ("dev", subset_eval_set(eval_set, loaded, cfg.stages.dev_n, cfg.stages.dev_seed)))
+    stages = [Stage(kind=kind, eval_set=es, generation=None, load_s=0.0, **common) for kind, es in sets]
+    known = [generator.prepare(s.all_cases, prompt.text, keep=s.keep) for s in stages]
+    load_s = time.perf_counter() - t0
+    return [s.model_copy(update={"generation": g, "load_s": load_s}) for s, g in zip(stages, known, strict=True)]
 
+
+def execute_stage(stage: Stage) -> RunResult:
+    """Generate (unless the answers are already known), score and gate one prepared stage."""
+    timings: dict[str, float] = {"load_s": stage.load_s}
+    cases = stage.eval_set.cases
     t0 = time.perf_counter()
-    generation = generator.generate(eval_set.cases, prompt.text)
+    generation = stage.generation
+    if generation is None:
+        generation = stage.generator.generate(stage.all_cases, stage.prompt.text, keep=stage.keep)
     timings["generate_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, gates)
+    outputs, metrics, gate_results = score(cases, generation, stage.scorers, stage.gates)
     timings["score_s"] = time.perf_counter() - t0
 
+    cfg = stage.cfg
     commit, dirty = git_state()
     manifest = RunManifest(
         ragtrack_version=__version__,
         python_version=platform.python_version(),
-        stage="dev" if dev_subset else "full",
+        packages=package_versions(),
+        stage=stage.kind,
         model_id=cfg.model.stamp,
         adapter_id=cfg.adapter.id,
-        index_version=idx_version,
-        prompt_version=prompt.version,
-        prompt_sha256=prompt.sha256,
-        prompt_path=prompt.path,
-        eval_set_name=eval_set.name,
-        eval_set_version=eval_set.version,
-        eval_files=eval_set.files,
-        subset=eval_set.subset,
-        n_cases=len(eval_set.cases),
-        generator=generator.info,
+        index_version=stage.index_version,
+        prompt_version=stage.prompt.version,
+        prompt_sha256=stage.prompt.sha256,
+        prompt_path=stage.prompt.path,
+        eval_set_name=stage.eval_set.name,
+        eval_set_version=stage.eval_set.version,
+        eval_files=stage.eval_set.files,
+        subset=stage.eval_set.subset,
+        n_cases=len(cases),
+        generator=stage.generator.info,
         generator_provenance=generation.provenance,
-        scorers=[s.info for s in scorers],
-        gates=gates,
+        scorers=[s.info for s in stage.scorers],
+        gates=stage.gates,
         config_sha256=cfg.sha256,
         git_commit=commit,
         git_dirty=dirty,
         n_missing=generation.n_missing,
         n_unmatched=generation.n_unmatched,
         duplicates_dropped=generation.duplicates_dropped,
+        missing_ids=generation.missing_ids,
+        unmatched_keys=generation.unmatched_keys,
     )
     return RunResult(
         manifest=manifest,
-        eval_set=eval_set,
+        eval_set=stage.eval_set,
+        all_cases=stage.all_cases,
         generation=generation,
         outputs=outputs,
         metrics=metrics,
         gates=gate_results,
         timings=timings,
     )
+
+
+def run(cfg: RunConfig, *, dev_subset: bool = False) -> RunResult:
+    """Prepare and score one stage of `cfg` (the full set, or its dev subset), untracked."""
+    return execute_stage(prepare(cfg, staged=dev_subset)[0])
 
 
 def score(
@@ -135,26 +205,27 @@ def _no_sink(stage: str) -> Iterator[Callable[[RunResult], None]]:
 
 
 def run_job(cfg: RunConfig, sink: StageSink = _no_sink) -> list[RunResult]:
-    """One configured job: a plain run, or a staged run (dev subset, then full if its gate passes)."""
-    if not cfg.stages.enabled:
-        with sink("full") as report:
-            result = run(cfg)
+    """One configured job: prepare every stage, then run them (see `run_stages`)."""
+    return run_stages(prepare(cfg), sink)
+
+
+def run_stages(stages: Sequence[Stage], sink: StageSink = _no_sink) -> list[RunResult]:
+    """A plain run, or a staged run (dev subset, then the full set only if its gate passes)."""
+
+    def run_stage(stage: Stage) -> RunResult:
+        with sink(stage.kind) as report:
+            result = execute_stage(stage)
             report(result)
-        return [result]
-    gate_names = set(cfg.gates)
-    if cfg.stages.dev_gate not in gate_names:
-        raise InputError("config", f"no gate named {cfg.stages.dev_gate!r} (gates: {sorted(gate_names)})", field="stages.dev_gate")
+        return result
+
+    if len(stages) == 1:
+        return [run_stage(stages[0])]
+    dev_stage, full_stage = stages
     with sink("staged") as report_parent:
-        with sink("dev") as report:
-            dev = run(cfg, dev_subset=True)
-            report(dev)
-        results = [dev]
-        verdict = next(g for g in dev.gates if g.name == cfg.stages.dev_gate)
+        results = [run_stage(dev_stage)]
+        dev_gate = dev_stage.cfg.stages.dev_gate
+        verdict = next(g for g in results[0].gates if g.name == dev_gate)
         if verdict.passed:
-            with sink("full") as report:
-                full = run(cfg)
-                report(full)
-            results.append(full)
+            results.append(run_stage(full_stage))
         report_parent(results[-1])
     return results
-

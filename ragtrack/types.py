@@ -32,6 +32,7 @@ __all__ = [
     "ComponentInfo",
     "ScorerOutput",
     "SubsetInfo",
+    "TrackingRecord",
 ]
 
 EvalFormat = Literal["question_v2", "qaset", "rag"]
@@ -103,6 +104,8 @@ class EvalFile(_Frozen):
     format: EvalFormat
     sha1: str
     n_items: int
+    artifact_path: str | None = None  # where the run archived these bytes, relative to its artifact root
+    data: bytes | None = Field(default=None, exclude=True, repr=False)  # a derived file's bytes (dev subset), not on disk
 
     @property
     def version(self) -> str:
@@ -164,7 +167,9 @@ class Generation(_Frozen):
     n_unmatched: int = 0
     duplicates_dropped: int = 0
     unmatched_keys: list[str] = Field(default_factory=list)
+    missing_ids: list[str] = Field(default_factory=list)
     provenance: dict[str, str] = Field(default_factory=dict)  # e.g. the replayed file's sha1
+    source_path: str | None = None  # the recorded-answers file these predictions were read from (replay)
 
 
 # ---------------------------------------------------------------- scoring
@@ -225,11 +230,28 @@ class GateResult(_Frozen):
 # ---------------------------------------------------------------- runs
 
 
+class TrackingRecord(_Frozen):
+    """Where a run was logged (filled in by the tracking layer)."""
+
+    run_id: str
+    run_name: str
+    experiment_id: str
+    experiment_name: str
+    start_time: str  # ISO 8601, UTC
+    parent_run_id: str | None = None
+
+
 class RunManifest(_Frozen):
-    """Every version stamp of a run: enough to trace a score to what produced it."""
+    """Every version stamp of a run: enough to trace a score to what produced it, and to re-score it.
+
+    The tracking layer adds where it logged the run and where it archived each input
+    (`eval_files[i].artifact_path`, `prompt_artifact_path`, `predictions_artifact_path`,
+    paths relative to the run's artifact root).
+    """
 
     ragtrack_version: str
     python_version: str
+    packages: dict[str, str]
     stage: Literal["full", "dev"]
     model_id: str
     adapter_id: str
@@ -252,6 +274,12 @@ class RunManifest(_Frozen):
     n_missing: int
     n_unmatched: int
     duplicates_dropped: int
+    missing_ids: list[str]  # cases without a prediction (scored as empty answers)
+    unmatched_keys: list[str]  # predictions matching no case: their id, or q=<question>
+    tracking: TrackingRecord | None = None
+    prompt_artifact_path: str | None = None
+    predictions_artifact_path: str | None = None
+    predictions_sha1: str | None = None
 
 
 class RunResult(_Frozen):
@@ -259,6 +287,7 @@ class RunResult(_Frozen):
 
     manifest: RunManifest
     eval_set: EvalSet
+    all_cases: list[EvalCase]  # the full eval set's cases (a dev stage scores a subset of them)
     generation: Generation
     outputs: list[ScorerOutput]
     metrics: dict[str, float]

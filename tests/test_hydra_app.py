@@ -92,7 +92,21 @@ def test_failing_sweep_job_fails_the_parent(demo_files):
     proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
     assert proc.returncode != 0
     statuses = {r.data.tags["ragtrack.stage"] + ":" + r.data.params.get("adapter", ""): r.info.status for r in _runs(demo_files)}
-    assert statuses == {"sweep:": "FAILED", "full:base": "FINISHED", "full:lora_a": "FAILED"}
+    assert statuses == {"sweep:": "FAILED", "full:base": "FINISHED"}  # bad input: the lora_a job creates no run
+
+
+def test_failing_sweep_job_is_counted_on_the_parent(demo_files):
+    args = _sweep_files(demo_files, adapters=("base",))
+    _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
+    (parent,) = [r for r in _runs(demo_files) if r.data.tags["ragtrack.stage"] == "sweep"]
+    assert parent.data.tags["ragtrack.failed_jobs"] == "1"
+
+
+def test_failing_sweep_job_is_one_line_without_traceback(demo_files):
+    args = _sweep_files(demo_files, adapters=("base",))
+    proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
+    failed = [line for line in proc.stderr.splitlines() if "failed:" in line]
+    assert len(failed) == 1 and "adapter=lora_a" in failed[0] and "Traceback" not in proc.stderr
 
 
 def test_bad_input_exits_2_naming_the_file(demo_files):
@@ -101,9 +115,16 @@ def test_bad_input_exits_2_naming_the_file(demo_files):
     assert proc.returncode == 2 and "base__v1.jsonl: file not found" in proc.stderr
 
 
-def test_secret_looking_override_values_are_masked():
-    from ragtrack.hydra_app import redact_overrides
+def test_typo_in_a_group_name_suggests_the_group(demo_files):
+    proc = _ragtrack(["run", "adaptr=lora_b"], demo_files["questions"].parent)
+    assert proc.returncode == 2 and "unknown config group or key 'adaptr'; did you mean 'adapter'?" in proc.stderr
 
-    assert redact_overrides(["adapter=lora_a", "generator.params.api_key=sk-123", "+x.token=abc"]) == (
-        "adapter=lora_a generator.params.api_key=*** +x.token=***"
-    )
+
+def test_unknown_group_option_lists_the_choices(demo_files):
+    proc = _ragtrack(["run", "adapter=lora_c"], demo_files["questions"].parent)
+    assert proc.returncode == 2 and "unknown adapter 'lora_c'; choose from base, lora_a, lora_b" in proc.stderr
+
+
+def test_bad_input_leaves_no_files_in_the_working_directory(tmp_path):
+    proc = _ragtrack(["run", "generator.params.path=nope.jsonl"], tmp_path)
+    assert proc.returncode == 2 and list(tmp_path.iterdir()) == []

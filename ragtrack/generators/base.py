@@ -24,9 +24,21 @@ class Generator(Component):
 
     kind: ClassVar[str] = "generator"
 
+    def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation | None:
+        """Check this generator's own inputs before any run is created (bad input fails early).
+
+        A generator whose answers are already recorded (replay) returns them here; one that
+        must produce them (a model, a function) returns None and `generate` runs in the run.
+        """
+        return None
+
     @abstractmethod
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str) -> Generation:
-        """One prediction per case, in case order."""
+    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+        """One prediction per case of `cases` whose id is in `keep` (all when None), in case order.
+
+        `cases` is the whole eval set even when a dev stage scores a subset (`keep`), so that
+        recorded answers for the other cases are told apart from answers matching no case.
+        """
 
 
 def _load_builtin() -> None:

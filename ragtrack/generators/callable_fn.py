@@ -50,9 +50,12 @@ class CallableGenerator(Generator):
     version = "1"
     Params = CallableParams
 
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str) -> Generation:
+    def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> None:
+        resolve_target(self.p.target)  # an unimportable target is bad input, found before the run starts
+
+    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
         fn = resolve_target(self.p.target)
-        preds = [self._one(fn, case, prompt_template) for case in cases]
+        preds = [self._one(fn, case, prompt_template) for case in cases if keep is None or case.id in keep]
         return Generation(predictions=preds)
 
     def _one(self, fn: Callable[..., Any], case: EvalCase, template: str) -> Prediction:

@@ -22,6 +22,13 @@ class ReplayGenerator(Generator):
     version = "1"
     Params = ReplayParams
 
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str) -> Generation:
-        generation = match_predictions(cases, load_predictions(self.p.path))
-        return generation.model_copy(update={"provenance": {"predictions_sha1": sha1_file(self.p.path)}})
+    def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+        """The recorded answers are the input: read and validated before the run starts."""
+        kept = [c for c in cases if keep is None or c.id in keep]
+        generation = match_predictions(kept, load_predictions(self.p.path))
+        return generation.model_copy(
+            update={"provenance": {"predictions_sha1": sha1_file(self.p.path)}, "source_path": self.p.path}
+        )
+
+    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+        return self.prepare(cases, prompt_template, keep=keep)

@@ -258,12 +258,32 @@ class EvalJsonV2Scorer(Scorer):
         ]
         ranked = sorted(rows, key=lambda r: (r.values[f"{NAME}/score"], r.case_id))[:worst]
         if ranked:
-            lines += ["", f"### Lowest {len(ranked)} cases", "", "| id | score | schema_ok | error |", "|---|---|---|---|"]
+            lines += [
+                "",
+                f"### Lowest {len(ranked)} cases",
+                "",
+                "Reason: the parse error, else each subscore that lost points, with its value and the points it cost.",
+                "",
+                "| id | score | schema_ok | reason |",
+                "|---|---|---|---|",
+            ]
             for r in ranked:
                 v = r.values
-                err = str(v[f"{NAME}/error"] or "").replace("|", "\\|")[:120]
-                lines.append(f"| {r.case_id} | {v[f'{NAME}/score']:.2f} | {str(v[f'{NAME}/schema_ok']).lower()} | {err} |")
+                reason = self._reason(v).replace("|", "\\|")[:200]
+                lines.append(f"| {r.case_id} | {v[f'{NAME}/score']:.2f} | {str(v[f'{NAME}/schema_ok']).lower()} | {reason} |")
         return "\n".join(lines) + "\n"
+
+    def _reason(self, values: dict[str, ScoreValue]) -> str:
+        """Why a case lost points: its parse error, or its subscores below 1 by points lost."""
+        if values[f"{NAME}/error"]:
+            return f"schema: {values[f'{NAME}/error']}"
+        lost = []
+        for k in SUBSCORES:
+            v = float(values[f"{NAME}/{k}"])  # type: ignore[arg-type]
+            cost = 100 * self.p.weights.get(k, 0.0) * (1 - v)
+            if cost > 0:
+                lost.append((cost, f"{k} {v:.2g} (-{cost:.1f})"))
+        return ", ".join(text for _, text in sorted(lost, key=lambda x: -x[0])) or "-"
 
 
 def _max_matching(adj: list[list[int]], n_right: int) -> int:

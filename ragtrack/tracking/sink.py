@@ -2,12 +2,17 @@
 
 `MlflowSink` implements the runner's `StageSink`: each stage is one MLflow run, created
 with the client API and an explicit parent run id (never the process-global active run),
-so parallel sweep jobs sharing one store cannot cross wires. A stage that raises ends
-FAILED, one interrupted by Ctrl-C ends KILLED; nothing is left RUNNING.
+so parallel sweep jobs sharing one store cannot cross wires. Each run carries its host and
+pid (see `reaper`). A stage that raises ends FAILED; one interrupted by Ctrl-C, SIGTERM or
+SIGHUP ends KILLED; nothing is left RUNNING. A run is marked FINISHED only after its
+params, metrics, dataset inputs and artifacts have all been logged.
+
+Everything written here passes through `ragtrack.redact` except the archived data files.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import math
@@ -15,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,16 +28,28 @@ from typing import Any
 
 import yaml
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
-from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from ragtrack.archive import write_archive
 from ragtrack.config import RunConfig
 from ragtrack.hashing import canonical_json
+from ragtrack.redact import redact, redact_text
 from ragtrack.report import render_report, render_scorer_report
-from ragtrack.results import cases_frame, prediction_lines
-from ragtrack.types import RunResult
+from ragtrack.results import cases_frame
+from ragtrack.termination import Terminated
+from ragtrack.tracking.reaper import process_tags
+from ragtrack.tracking.session import Placement, connect, place_run
+from ragtrack.types import RunResult, TrackingRecord
 
-__all__ = ["MlflowSink", "default_tracking_uri", "flat_params", "resolve_tracking_uri", "start_sweep_parent", "end_run", "end_sweep_parent"]
+__all__ = [
+    "MlflowSink",
+    "default_tracking_uri",
+    "end_run",
+    "end_sweep_parent",
+    "flat_params",
+    "resolve_tracking_uri",
+    "start_sweep_parent",
+]
 
 log = logging.getLogger(__name__)
 # MLflow announces creating and migrating a new SQLite store at INFO on every first run.
@@ -42,6 +60,8 @@ for _name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
 MAX_METRICS_PER_BATCH = 1000
 MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
+MAX_TAG_VALUE = 8000
+MAX_RUN_NAME = 250
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
 
 
@@ -53,26 +73,6 @@ def default_tracking_uri(base_dir: str | Path) -> str:
 def resolve_tracking_uri(configured: str | None, base_dir: str | Path) -> str:
     """Config first, then `MLFLOW_TRACKING_URI`, then the embedded SQLite default."""
     return configured or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(base_dir)
-
-
-def _artifact_root(uri: str) -> str | None:
-    """For a local SQLite store, artifacts go in `mlartifacts/` beside the database."""
-    if uri.startswith("sqlite:///"):
-        return (Path(uri[len("sqlite:///") :]).parent / "mlartifacts").as_uri()
-    return None
-
-
-def _experiment_id(client: MlflowClient, name: str, uri: str) -> str:
-    exp = client.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
-    try:
-        return client.create_experiment(name, artifact_location=_artifact_root(uri))
-    except MlflowException:  # another sweep job created it first
-        exp = client.get_experiment_by_name(name)
-        if exp is None:
-            raise
-        return exp.experiment_id
 
 
 def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
@@ -115,21 +115,34 @@ def _param_value(v: Any) -> str:
     return text if len(text) <= MAX_PARAM_VALUE else text[: MAX_PARAM_VALUE - 20] + "…(see manifest.json)"
 
 
+def _redacted_params(params: Mapping[str, str]) -> dict[str, str]:
+    return {k: redact(v, k) for k, v in params.items()}
+
+
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
 
 def end_run(client: MlflowClient, run_id: str, error: BaseException | None) -> None:
-    """FINISHED, FAILED (with the error as a tag) or KILLED (Ctrl-C)."""
+    """FINISHED, FAILED (with the error as a tag) or KILLED (Ctrl-C, SIGTERM, SIGHUP)."""
     if error is None:
         client.set_terminated(run_id, "FINISHED")
         return
-    status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
+    status = "KILLED" if isinstance(error, (KeyboardInterrupt, Terminated)) else "FAILED"
     try:
-        client.set_tag(run_id, "ragtrack.error", f"{type(error).__name__}: {error}"[:5000])
+        text = f"{type(error).__name__}: {error}"
+        if status == "FAILED" and not _is_input_error(error):
+            text += "\n" + "".join(traceback.format_exception(error)[-6:])
+        client.set_tag(run_id, "ragtrack.error", redact_text(text)[:MAX_TAG_VALUE])
     finally:
         client.set_terminated(run_id, status)
+
+
+def _is_input_error(error: BaseException) -> bool:
+    from ragtrack.errors import InputError
+
+    return isinstance(error, InputError)
 
 
 class MlflowSink:
@@ -145,38 +158,48 @@ class MlflowSink:
     ) -> None:
         self.cfg = cfg
         self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
-        project_run = _project_run_id()
-        if parent_run_id is None and project_run:
-            # Launched by `mlflow run`: nest under its run, in its experiment.
-            parent_run_id = project_run
-            self.experiment_id = self.client.get_run(project_run).info.experiment_id
-        else:
-            self.experiment_id = _experiment_id(self.client, cfg.tracking.experiment, uri)
-        self.tags = dict(tags or {})
-        self._parents = [parent_run_id] if parent_run_id else []
+        self.client = connect(uri)
+        self.placement: Placement = place_run(self.client, uri, cfg.tracking.experiment, parent_run_id)
+        self.tags = {k: redact(v, k) for k, v in (tags or {}).items()}
+        self._parents = [self.placement.parent_run_id] if self.placement.parent_run_id else []
         self.run_ids: dict[str, str] = {}
         self._staged = False
 
+    @property
+    def experiment_name(self) -> str:
+        return self.placement.experiment_name
+
     def run_name(self, stage: str) -> str:
-        """`<adapter>-<prompt>` (or the configured name); stages of a staged job get `/dev`, `/full`."""
+        """`<adapter>-<prompt>` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""
         base = self.cfg.tracking.run_name or f"{self.cfg.adapter.name}-{self.cfg.prompt.version}"
-        return f"{base}/{stage}" if self._staged else base
+        if stage == "staged":
+            name = f"{base} (staged)"
+        else:
+            name = f"{base}/{stage}" if self._staged else base
+        return redact_text(name)[:MAX_RUN_NAME]
 
     @contextmanager
     def __call__(self, stage: str) -> Iterator[Callable[[RunResult], None]]:
-        tags = {"ragtrack.stage": stage, **self.tags}
+        tags = {"ragtrack.stage": stage, **self.tags, **process_tags()}
         if self._parents:
             tags["mlflow.parentRunId"] = self._parents[-1]
-        run = self.client.create_run(self.experiment_id, run_name=self.run_name(stage), tags=tags)
+        run = self.client.create_run(self.placement.experiment_id, run_name=self.run_name(stage), tags=tags)
         run_id = run.info.run_id
         self.run_ids[stage] = run_id
+        record = TrackingRecord(
+            run_id=run_id,
+            run_name=run.info.run_name or "",
+            experiment_id=self.placement.experiment_id,
+            experiment_name=self.placement.experiment_name,
+            start_time=dt.datetime.fromtimestamp(run.info.start_time / 1000, dt.timezone.utc).isoformat(timespec="milliseconds"),
+            parent_run_id=self._parents[-1] if self._parents else None,
+        )
         self._parents.append(run_id)
         self._staged = self._staged or stage == "staged"
         error: BaseException | None = None
         try:
             self._log_params(run_id, flat_params(self.cfg, None))
-            yield lambda result: self.log_result(run_id, result, stage)
+            yield lambda result: self.log_result(run_id, result, stage, record)
         except BaseException as e:
             error = e
             raise
@@ -187,11 +210,11 @@ class MlflowSink:
     # -------------------------------------------------------------- logging
 
     def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
-        todo = [Param(k, v) for k, v in params.items()]
+        todo = [Param(k, v) for k, v in _redacted_params(params).items()]
         for chunk in _chunks(todo, MAX_PARAMS_PER_BATCH):
             self.client.log_batch(run_id, params=chunk, synchronous=True)
 
-    def log_result(self, run_id: str, result: RunResult, stage: str) -> None:
+    def log_result(self, run_id: str, result: RunResult, stage: str, record: TrackingRecord) -> None:
         """Params, metrics, dataset input and artifacts of one finished stage."""
         early = flat_params(self.cfg, None)  # logged when the run was created
         self._log_params(run_id, {k: v for k, v in flat_params(self.cfg, result).items() if k not in early})
@@ -207,7 +230,7 @@ class MlflowSink:
             self.client.log_batch(run_id, metrics=chunk, tags=tags if i == 0 else [], synchronous=True)
         if stage != "staged":
             self._log_dataset(run_id, result)
-            self._log_artifacts(run_id, result)
+            self._log_artifacts(run_id, result, record)
 
     def _log_dataset(self, run_id: str, result: RunResult) -> None:
         inputs = []
@@ -227,56 +250,58 @@ class MlflowSink:
             inputs.append(DatasetInput(ds, tags))
         self.client.log_inputs(run_id, datasets=inputs)
 
-    def _log_artifacts(self, run_id: str, result: RunResult) -> None:
-        m = result.manifest
+    def _log_artifacts(self, run_id: str, result: RunResult, record: TrackingRecord) -> None:
         tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
         try:
+            manifest = write_archive(result, tmp).model_copy(update={"tracking": record})
+            result = result.model_copy(update={"manifest": manifest})
             frame = cases_frame(result)
             frame.to_parquet(tmp / "cases.parquet", index=False)
-            (tmp / "report.md").write_text(render_report(result), encoding="utf-8")
+            (tmp / "report.md").write_text(redact_text(render_report(result)), encoding="utf-8")
             reports = tmp / "reports"
             reports.mkdir()
             for out in result.outputs:
                 (reports / f"{out.info.name}.md").write_text(render_scorer_report(result, out), encoding="utf-8")
-            (tmp / "manifest.json").write_text(m.model_dump_json(indent=2), encoding="utf-8")
-            (tmp / "config.yaml").write_text(
-                yaml.safe_dump(self.cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True), encoding="utf-8"
+            (tmp / "manifest.json").write_text(
+                json.dumps(redact(manifest.model_dump(mode="json")), ensure_ascii=False, indent=2), encoding="utf-8"
             )
-            prompt_dir = tmp / "prompt"
-            prompt_dir.mkdir()
-            shutil.copyfile(m.prompt_path, prompt_dir / Path(m.prompt_path).name)
-            inputs = tmp / "inputs"
-            inputs.mkdir()
-            for f in m.eval_files:
-                shutil.copyfile(f.path, inputs / Path(f.path).name)
-            (tmp / "predictions.jsonl").write_text(prediction_lines(result), encoding="utf-8")
+            (tmp / "config.yaml").write_text(
+                yaml.safe_dump(redact(self.cfg.model_dump(mode="json")), sort_keys=False, allow_unicode=True),
+                encoding="utf-8",
+            )
             self.client.log_artifacts(run_id, str(tmp))
             self.client.log_table(run_id, data=frame, artifact_file="cases_table.json")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _project_run_id() -> str | None:
-    """The run `mlflow run` created for this process (it exports MLFLOW_RUN_ID), if any."""
-    return os.environ.get("MLFLOW_RUN_ID") or None
-
-
 def start_sweep_parent(uri: str, experiment: str, name: str, tags: Mapping[str, str]) -> str:
     """Create the parent run that groups a Hydra sweep's jobs; returns its id."""
-    client = MlflowClient(tracking_uri=uri)
-    tags = {"ragtrack.stage": "sweep", **tags}
-    if project_run := _project_run_id():
-        exp_id = client.get_run(project_run).info.experiment_id
-        tags["mlflow.parentRunId"] = project_run
-    else:
-        exp_id = _experiment_id(client, experiment, uri)
-    run = client.create_run(exp_id, run_name=name, tags=tags)
+    client = connect(uri)
+    placement = place_run(client, uri, experiment, None)
+    tags = {"ragtrack.stage": "sweep", **{k: redact(v, k) for k, v in tags.items()}, **process_tags()}
+    if placement.parent_run_id:
+        tags["mlflow.parentRunId"] = placement.parent_run_id
+    run = client.create_run(placement.experiment_id, run_name=redact_text(name)[:MAX_RUN_NAME], tags=tags)
     return run.info.run_id
 
 
-def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int) -> None:
-    """End a sweep's parent run, recording how many of its jobs failed."""
-    client = MlflowClient(tracking_uri=uri)
-    client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
-    client.set_terminated(run_id, status)
+def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, error: BaseException | None = None) -> None:
+    """End a sweep's parent run, recording how many of its jobs failed.
 
+    A sweep that did not finish (killed, or its launcher failed) also ends its children that
+    are still RUNNING, KILLED: their workers were stopped with it.
+    """
+    client = connect(uri)
+    client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
+    if status != "FINISHED" and error is not None:
+        exp_id = client.get_run(run_id).info.experiment_id
+        children = client.search_runs(
+            [exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
+        )
+        for child in children:
+            end_run(client, child.info.run_id, error)
+    if error is not None:
+        end_run(client, run_id, error)
+    else:
+        client.set_terminated(run_id, status)

@@ -84,8 +84,8 @@ def test_artifacts_are_logged(logged):
     client, run, _, _ = logged
     paths = set(_artifact_paths(client, run.info.run_id))
     assert {
-        "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml", "predictions.jsonl",
-        "prompt/prompt.md", "inputs/questions.json", "inputs/qaset.json",
+        "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml", "predictions/bad.jsonl",
+        "prompt/prompt.md", "inputs/0/questions.json", "inputs/1/qaset.json",
         "reports/eval_json_v2.md", "reports/refusal_citation.md",
     } <= paths
 
@@ -100,15 +100,29 @@ def test_case_table_has_one_row_per_case(logged, tmp_path):
 def test_manifest_artifact_matches_result(logged, tmp_path):
     client, run, result, _ = logged
     local = client.download_artifacts(run.info.run_id, "manifest.json", str(tmp_path))
-    assert json.loads(Path(local).read_text()) == result.manifest.model_dump(mode="json")
+    logged = json.loads(Path(local).read_text())
+    assert logged["tracking"]["run_id"] == run.info.run_id
+    assert {k: v for k, v in logged.items() if k not in ARCHIVE_KEYS} == {
+        k: v for k, v in result.manifest.model_dump(mode="json").items() if k not in ARCHIVE_KEYS
+    }
 
 
-def test_failed_run_ends_failed(demo_files):
+ARCHIVE_KEYS = {"tracking", "eval_files", "prompt_artifact_path", "predictions_artifact_path", "predictions_sha1"}
+
+
+def test_bad_input_creates_no_run_and_no_store(demo_files):
     cfg = make_config(demo_files, generator={"name": "replay", "params": {"path": str(demo_files["questions"].parent / "nope.jsonl")}})
     with pytest.raises(InputError, match="nope.jsonl"):
         execute(cfg)
+    assert not (demo_files["questions"].parent / "mlflow.db").exists()
+
+
+def test_failure_during_the_run_ends_failed(demo_files):
+    cfg = make_config(demo_files, generator={"name": "callable", "params": {"target": "tests.generators.sample_fns:broken"}})
+    with pytest.raises(RuntimeError, match="model server said no"):
+        execute(cfg)
     _, runs = _runs(cfg)
-    assert runs[0].info.status == "FAILED" and "nope.jsonl" in runs[0].data.tags["ragtrack.error"]
+    assert runs[0].info.status == "FAILED" and "model server said no" in runs[0].data.tags["ragtrack.error"]
 
 
 def test_interrupted_run_ends_killed(demo_files, monkeypatch):

@@ -1,0 +1,92 @@
+"""The inputs of a run, archived so that it can be re-scored from its artifacts alone.
+
+Each eval-set file and the predictions file are archived byte for byte, under paths that
+cannot collide (`inputs/<i>/<file name>`), and each archived file is checked against the
+hash the run recorded while scoring: a file that changed during the run is an error, not a
+silently different archive. A dev stage archives the subset it scored (the subset file and
+the lines of the predictions file that the dev stage saw), so that `ragtrack score` on the
+archived files gives the dev stage's numbers. Answers that were generated, not replayed,
+are written in the predictions format (SPEC §6).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from ragtrack.errors import InputError
+from ragtrack.hashing import sha1_file, sha256_file
+from ragtrack.types import EvalFile, Prediction, RunManifest, RunResult
+
+__all__ = ["prediction_record", "write_archive"]
+
+
+def _verified_copy(src: str, dst: Path, expected: str, *, algo: str = "sha1") -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    actual = sha1_file(dst) if algo == "sha1" else sha256_file(dst)
+    if actual != expected:
+        raise InputError(src, f"the file changed while the run was scoring it ({algo} {expected[:12]}… is now {actual[:12]}…)")
+
+
+def _archive_eval_file(i: int, f: EvalFile, root: Path) -> EvalFile:
+    rel = f"inputs/{i}/{f.stem}{Path(f.path).suffix}"
+    dst = root / rel
+    if f.data is not None:  # a derived subset: its bytes, not the source file's
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(f.data)
+    else:
+        _verified_copy(f.path, dst, f.sha1)
+    return f.model_copy(update={"artifact_path": rel})
+
+
+def prediction_record(p: Prediction) -> dict[str, object]:
+    """A prediction as a line of a predictions file (SPEC §6), as the loaders read it back."""
+    obj: dict[str, object] = {"id": p.case_id, "answer": p.answer}
+    if p.contexts:
+        obj["contexts"] = [c.model_dump(exclude_none=True) for c in p.contexts]
+    for key in ("citations", "latency_ms", "usage"):
+        if getattr(p, key) is not None:
+            obj[key] = getattr(p, key)
+    return obj
+
+
+def _archive_predictions(result: RunResult, root: Path) -> tuple[str, str]:
+    gen = result.generation
+    if gen.source_path is not None:
+        src = Path(gen.source_path)
+        expected = gen.provenance["predictions_sha1"]
+        if result.manifest.subset is None:
+            rel = f"predictions/{src.name}"
+            _verified_copy(str(src), root / rel, expected)
+        else:
+            from ragtrack.predictions import filter_prediction_file
+
+            rel = f"predictions/{src.stem}_dev{result.manifest.subset.n}{src.suffix}"
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            keep = {c.id for c in result.eval_set.cases}
+            filter_prediction_file(src, root / rel, result.all_cases, keep, expected)
+    else:
+        rel = "predictions/predictions.jsonl"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        lines = [json.dumps(prediction_record(p), ensure_ascii=False) for p in gen.predictions if not p.missing]
+        (root / rel).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return rel, sha1_file(root / rel)
+
+
+def write_archive(result: RunResult, root: Path) -> RunManifest:
+    """Archive the run's inputs under `root`; the manifest with every archived path and hash."""
+    m = result.manifest
+    files = [_archive_eval_file(i, f, root) for i, f in enumerate(m.eval_files)]
+    prompt_rel = f"prompt/{Path(m.prompt_path).name}"
+    _verified_copy(m.prompt_path, root / prompt_rel, m.prompt_sha256, algo="sha256")
+    pred_rel, pred_sha1 = _archive_predictions(result, root)
+    return m.model_copy(
+        update={
+            "eval_files": files,
+            "prompt_artifact_path": prompt_rel,
+            "predictions_artifact_path": pred_rel,
+            "predictions_sha1": pred_sha1,
+        }
+    )

@@ -1,0 +1,141 @@
+"""The sweeper behind `ragtrack run -m`: Hydra's basic sweeper plus what a tracked sweep needs.
+
+Everything here runs in the launching process, whatever launcher runs the jobs (in-process,
+joblib workers, submitit):
+
+- one MLflow parent run for the sweep, created after every job's config has composed; its
+  id reaches the jobs explicitly (`RAGTRACK_PARENT_RUN_ID`), as does the launching pid
+  (`RAGTRACK_SWEEP_PID`, so a worker can tell it is one and watch for its parent's death);
+- failed jobs are counted from the job returns (worker-side callbacks cannot count them),
+  each reported in one line; the parent ends FAILED with `ragtrack.failed_jobs`, and the
+  command exits 1;
+- interrupted (Ctrl-C, SIGTERM, SIGHUP), the parent ends KILLED together with any child
+  still RUNNING;
+- no `multirun.yaml`: Hydra's copy of the config would put override values, secrets
+  included, on disk. The parent run records the (redacted) sweep overrides instead.
+
+Hydra instantiates it as `hydra_plugins.ragtrack_sweeper.RagtrackSweeper` (plugins must be defined there).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+__all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper"]
+
+PARENT_RUN_ENV = "RAGTRACK_PARENT_RUN_ID"
+SWEEP_PID_ENV = "RAGTRACK_SWEEP_PID"
+log = logging.getLogger("ragtrack")
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class TrackedSweeper(Sweeper):
+    """`hydra/sweeper=ragtrack` (the default in conf/config.yaml): basic grid sweeps, tracked.
+
+    The grid is Hydra's basic sweeper's (`BasicSweeper.split_arguments`); it is not
+    subclassed because Hydra re-imports its core plugin modules while scanning for plugins.
+    """
+
+    def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
+        self.max_batch_size = max_batch_size
+        self.params = params or {}
+        self.hydra_context: HydraContext | None = None
+        self.config: DictConfig | None = None
+        self.launcher: Launcher | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context, self.config = hydra_context, config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        from ragtrack.redact import redact_overrides
+
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        grid = [f"{k}={v}" for k, v in self.params.items()] + arguments
+        batches = BasicSweeper.split_arguments(parser.parse_overrides(grid), self.max_batch_size)
+        for batch in batches:  # every job's config composes before anything is tracked
+            self.validate_batch_is_legal(batch)
+        sweep_overrides = " ".join(redact_overrides(self.config.hydra.overrides.task))
+        parent = _Parent.start(self.config, sweep_overrides)
+        os.environ[SWEEP_PID_ENV] = str(os.getpid())
+        returns: list[Sequence[JobReturn]] = []
+        failed = total = 0
+        shared = set.intersection(*(set(job) for batch in batches for job in batch))  # shown once, not per job
+        try:
+            for batch in batches:
+                results = self.launcher.launch(batch, initial_job_idx=total)
+                for job_overrides, r in zip(batch, results, strict=True):
+                    if r.status == JobStatus.FAILED:
+                        failed += 1
+                        varying = redact_overrides(o for o in job_overrides if o not in shared)
+                        # `_return_value`: the `return_value` property would print the raw overrides, then raise
+                        log.error("job #%d (%s) failed: %s", total, " ".join(varying), _one_line(r._return_value))
+                    total += 1
+                returns.append(results)
+        except BaseException as e:
+            parent.end(e, failed_jobs=failed)
+            raise
+        finally:
+            os.environ.pop(PARENT_RUN_ENV, None)
+            os.environ.pop(SWEEP_PID_ENV, None)
+        parent.end(None, failed_jobs=failed)
+        if failed:
+            where = f" (sweep run {parent.run_id})" if parent.run_id else ""
+            log.error("%d of %d sweep jobs failed%s", failed, total, where)
+            raise SystemExit(1)
+        return returns
+
+
+class _Parent:
+    """The sweep's MLflow parent run (or nothing, when tracking is off)."""
+
+    def __init__(self, uri: str | None, run_id: str | None) -> None:
+        self.uri, self.run_id = uri, run_id
+
+    @classmethod
+    def start(cls, config: Any, overrides: str) -> _Parent:
+        tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
+        assert isinstance(tracking, dict)
+        if not tracking.get("enabled", True):
+            return cls(None, None)
+        from ragtrack.tracking import resolve_tracking_uri, start_sweep_parent
+
+        uri = resolve_tracking_uri(tracking.get("uri"), os.getcwd())
+        run_id = start_sweep_parent(
+            uri, tracking.get("experiment") or "ragtrack", f"sweep {overrides}", {"ragtrack.hydra_overrides": overrides}
+        )
+        os.environ[PARENT_RUN_ENV] = run_id
+        log.info("sweep parent run: %s", run_id)
+        return cls(uri, run_id)
+
+    def end(self, error: BaseException | None, *, failed_jobs: int) -> None:
+        if self.uri is None or self.run_id is None:
+            return
+        from ragtrack.termination import Terminated
+        from ragtrack.tracking import end_sweep_parent
+
+        if error is None:
+            status = "FAILED" if failed_jobs else "FINISHED"
+        else:
+            status = "KILLED" if isinstance(error, (KeyboardInterrupt, Terminated)) else "FAILED"
+        end_sweep_parent(self.uri, self.run_id, status, failed_jobs=failed_jobs, error=error)

@@ -1,0 +1,104 @@
+"""Signals as exceptions, so that a killed run ends KILLED instead of staying RUNNING.
+
+Python turns SIGINT into `KeyboardInterrupt`; SIGTERM (sent by `timeout`, CI cancellation,
+`docker stop`, Slurm) and SIGHUP (a closed terminal) kill the process without unwinding, and
+every `finally` that would have ended the MLflow run is skipped. `handle_termination`
+makes them raise `Terminated`, which unwinds like `KeyboardInterrupt`.
+
+Once the first signal has been raised, later ones are held back until the block exits, so
+that the clean-up it set off (ending runs, stopping workers) is not itself interrupted.
+SIGKILL cannot be caught: runs of a process that vanished are reaped later (see
+`ragtrack.tracking.reaper`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+__all__ = ["Terminated", "exit_code", "handle_termination", "watch_parent"]
+
+SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised like `KeyboardInterrupt` (a BaseException: `except Exception` lets it pass)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return f"terminated by {signal.Signals(self.signum).name}"
+
+
+def exit_code(error: BaseException) -> int:
+    """The shell's convention: 128 + signal number (143 SIGTERM, 129 SIGHUP, 130 SIGINT)."""
+    if isinstance(error, Terminated):
+        return 128 + error.signum
+    if isinstance(error, KeyboardInterrupt):
+        return 128 + signal.SIGINT
+    return 1
+
+
+_state = threading.local()
+_watching = False  # one watcher per worker process, however many jobs it runs
+
+
+@contextmanager
+def handle_termination(before_raise: Callable[[int], None] | None = None) -> Iterator[None]:
+    """Within the block, SIGTERM/SIGHUP raise `Terminated` and SIGINT `KeyboardInterrupt`, once.
+
+    `before_raise(signum)` runs first (e.g. to pass the signal on to worker processes).
+    Outside the main thread, or when an enclosing block already handles signals, this is a
+    no-op: signal handlers belong to the main thread, and the outermost block owns them.
+    """
+    if threading.current_thread() is not threading.main_thread() or getattr(_state, "active", False):
+        yield
+        return
+    fired: list[int] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if fired:
+            return  # clean-up in progress: hold further signals back
+        fired.append(signum)
+        if before_raise is not None:
+            before_raise(signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in SIGNALS}
+    _state.active = True
+    try:
+        yield
+    finally:
+        _state.active = False
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def watch_parent(interval_s: float = 1.0) -> None:
+    """In a worker process: SIGTERM ourselves when the parent process dies (we get re-parented).
+
+    A sweep's launching process that is SIGKILLed cannot stop its workers; with this, each
+    worker ends its own run KILLED instead of working on under a dead sweep.
+    """
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            threading.Event().wait(interval_s)
+            if os.getppid() != parent:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    threading.Thread(target=watch, name="ragtrack-parent-watch", daemon=True).start()
