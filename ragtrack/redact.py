@@ -47,7 +47,7 @@ _SHAPES = [
 _URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@")
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_=\-]{24,}")
 # `key=value`, `key: value`, `"key": "value"` in free text (log lines, override dicts, JSON).
-_PAIR = re.compile(r"""(["']?)([\w.+~/\-]+)\1(\s*[=:]\s*)(["']?)([^\s,;{}\[\]"']+)""")
+_PAIR = re.compile(r"""(["']?)([\w.+~/\-]+)\1(=|:\s*)(["']?)([^\s,;{}\[\]"']+)""")
 _MIN_ENV_SECRET = 6  # shorter environment values ("1", "true") would mask ordinary text
 
 

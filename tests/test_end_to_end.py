@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -47,37 +46,42 @@ def test_demo_best_combination_passes_every_gate(tmp_path):
     assert run.data.metrics["gate/all"] == 1.0
 
 
-def test_ctrl_c_ends_the_run_killed(tmp_path):
+def _mlflow_run(tmp_path, overrides: str):
+    """`mlflow run <repo> --experiment-name ragtrack-demo`, started outside the repo (MLflow puts
+    its default artifact root in the current directory)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    args = [BIN / "ragtrack", "run", "generator=callable", "generator.params.target=tests.generators.sample_fns:slow",
-            f"tracking.uri={uri}"]
-    proc = subprocess.Popen(args, cwd=ROOT, env=_env(PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _running(uri):
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
-    (run,) = _runs(uri, "ragtrack-demo")
-    assert run.info.status == "KILLED"
-
-
-def _running(uri: str) -> bool:
-    try:
-        return any(r.info.status == "RUNNING" for r in _runs(uri, "ragtrack-demo"))
-    except Exception:  # the store or experiment does not exist yet
-        return False
+    proc = subprocess.run(
+        [BIN / "mlflow", "run", str(ROOT), "--env-manager", "local", "--experiment-name", "ragtrack-demo",
+         "-P", f"overrides={overrides}"],
+        cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc, _runs(uri)
 
 
 def test_mlflow_project_run_nests_under_the_project_run(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = subprocess.run(
-        [BIN / "mlflow", "run", ".", "--env-manager", "local", "-P", "overrides=adapter=lora_b prompt=v2"],
-        cwd=ROOT, env=_env(MLFLOW_TRACKING_URI=uri), capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    runs = _runs(uri)
+    _, runs = _mlflow_run(tmp_path, "adapter=lora_b prompt=v2")
     (child,) = [r for r in runs if r.data.tags.get("ragtrack.stage") == "full"]
     assert child.data.tags["mlflow.parentRunId"] in {r.info.run_id for r in runs if r is not child}
+
+
+def test_mlflow_project_run_console_names_the_true_experiment(tmp_path):
+    proc, runs = _mlflow_run(tmp_path, "adapter=lora_b prompt=v2")
+    assert "(experiment 'ragtrack-demo')" in proc.stderr and {r.info.experiment_id for r in runs} == {
+        MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_experiment_by_name("ragtrack-demo").experiment_id
+    }
+
+
+def test_mlflow_project_sweep_keeps_every_run_in_one_experiment(tmp_path):
+    _, runs = _mlflow_run(tmp_path, "-m adapter=base,lora_a")
+    assert len(runs) == 4 and len({r.info.experiment_id for r in runs}) == 1  # project run, sweep parent, 2 jobs
+
+
+def test_experiment_opens_on_the_runs_table(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    subprocess.run([BIN / "ragtrack", "run", f"tracking.uri={uri}"], cwd=ROOT, env=_env(), check=True, capture_output=True, timeout=300)
+    exp = MlflowClient(uri).get_experiment_by_name("ragtrack-demo")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
 
 
 def _free_port() -> int:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from ragtrack.types import EvalCase
 
@@ -24,6 +26,9 @@ def wrong_type(case: EvalCase, prompt: str) -> int:
 
 
 def slow(case: EvalCase, prompt: str) -> str:
+    """Sleeps; first touches `$SLOW_MARKER/<pid>` (if set), so a test knows the run is under way."""
+    if marker := os.environ.get("SLOW_MARKER"):
+        Path(marker, str(os.getpid())).touch()
     time.sleep(60)
     return ""
 

@@ -1,0 +1,66 @@
+"""Real `ragtrack` processes for tests: start them in the demo, wait for run states, read runs back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+ROOT = Path(__file__).resolve().parent.parent
+RAGTRACK = [sys.executable, "-m", "ragtrack.cli"]
+SLOW = "generator=callable generator.params.target=tests.generators.sample_fns:slow".split()
+
+
+def env(**extra: str) -> dict[str, str]:
+    """The environment without MLflow/ragtrack variables of the calling process, tests importable."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "RAGTRACK_"))}
+    out.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", **extra)
+    return out
+
+
+def start(args: list[str], *, cwd: Path = ROOT, **extra_env: str) -> subprocess.Popen[str]:
+    """`ragtrack <args>` in its own process group, output captured."""
+    return subprocess.Popen([*RAGTRACK, *args], cwd=cwd, env=env(**extra_env), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def run(args: list[str], *, cwd: Path = ROOT, timeout: float = 300, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RAGTRACK, *args], cwd=cwd, env=env(**extra_env), text=True, capture_output=True, timeout=timeout)
+
+
+def runs(uri: str) -> list:
+    """Every run of every experiment in the store."""
+    client = MlflowClient(uri)
+    ids = [e.experiment_id for e in client.search_experiments()]
+    return client.search_runs(ids) if ids else []
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 120, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except Exception:  # the store may not exist yet
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+def start_slow(args: list[str], markers: Path, **extra_env: str) -> subprocess.Popen[str]:
+    """`ragtrack <args>` with the `slow` generator, which touches `markers/<pid>` once its run is under way.
+
+    Tests wait for the marker, not by polling the store: a second client creating the
+    store while the process migrates it would be a race of the test's own making.
+    """
+    markers.mkdir(exist_ok=True)
+    return start([*args, *SLOW], SLOW_MARKER=str(markers), **extra_env)
+
+
+def markers_at_least(markers: Path, n: int = 1) -> Callable[[], bool]:
+    return lambda: len(list(markers.iterdir())) >= n

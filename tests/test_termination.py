@@ -1,0 +1,71 @@
+"""Signals end runs KILLED with the shell's exit code: real `ragtrack run` processes, a real SQLite store."""
+
+from __future__ import annotations
+
+import pickle
+import signal
+
+import pytest
+
+from ragtrack.termination import Terminated, exit_code, handle_termination
+from tests.processes import markers_at_least, runs, start_slow, wait_for
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
+def test_signal_ends_the_run_killed_with_exit_code(tmp_path, sig, code):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = start_slow(["run", f"tracking.uri={uri}"], tmp_path / "started")
+    wait_for(markers_at_least(tmp_path / "started"), what="the run to start")
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    (r,) = runs(uri)
+    assert (proc.returncode, r.info.status) == (code, "KILLED"), err
+
+
+def test_ctrl_c_is_one_line_without_traceback(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = start_slow(["run", f"tracking.uri={uri}"], tmp_path / "started")
+    wait_for(markers_at_least(tmp_path / "started"), what="the run to start")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err.strip().splitlines()[-1]) == (130, "ragtrack: interrupted: the run ended KILLED")
+    assert "Traceback" not in err
+
+
+def test_terminated_pickles():
+    e = pickle.loads(pickle.dumps(Terminated(signal.SIGTERM)))
+    assert (type(e), e.signum, str(e)) == (Terminated, signal.SIGTERM, "terminated by SIGTERM")
+
+
+def test_exit_codes_follow_the_shell():
+    assert [exit_code(Terminated(signal.SIGTERM)), exit_code(Terminated(signal.SIGHUP)), exit_code(KeyboardInterrupt())] == [143, 129, 130]
+
+
+def test_sigterm_inside_the_block_raises_terminated():
+    import os
+
+    with pytest.raises(Terminated), handle_termination():
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.sigtimedwait([], 1)  # give the handler a chance to run
+
+
+def test_second_signal_is_held_back_during_cleanup():
+    import os
+
+    cleaned = []
+    with pytest.raises(Terminated), handle_termination():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 1)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # e.g. a second `kill`: must not interrupt the clean-up
+            signal.sigtimedwait([], 1)
+            cleaned.append(True)
+    assert cleaned == [True]
+
+
+def test_handlers_are_restored_after_the_block():
+    before = signal.getsignal(signal.SIGTERM)
+    with handle_termination():
+        pass
+    assert signal.getsignal(signal.SIGTERM) is before
