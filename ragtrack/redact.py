@@ -32,7 +32,7 @@ MASK = "***"
 
 _SECRET_KEY = re.compile(
     r"(api[_-]?key|secret|passw(or)?d|passwd|credentials?|private[_-]?key|access[_-]?key|authorization"
-    r"|(^|[_\-])(key|token|auth|pwd))$",
+    r"|(^|[_\-])(key|token|auth))$",
     re.IGNORECASE,
 )  # matched against the end of a key's last part: `max_tokens`, `tokenizer`, `api_key_env` are not secrets
 # ragtrack's own parameters whose names match the rule above but which hold no credential.

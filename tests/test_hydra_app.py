@@ -128,3 +128,11 @@ def test_unknown_group_option_lists_the_choices(demo_files):
 def test_bad_input_leaves_no_files_in_the_working_directory(tmp_path):
     proc = _ragtrack(["run", "generator.params.path=nope.jsonl"], tmp_path)
     assert proc.returncode == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_skipped_full_stage_says_which_condition_failed(demo_files):
+    args = _sweep_files(demo_files, adapters=("base",))
+    shutil.copyfile(demo_files["bad"], demo_files["questions"].parent / "base__v1.jsonl")
+    proc = _ragtrack(["run", "stages=staged", "stages.dev_n=2", *args], demo_files["questions"].parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "full stage skipped: gate dev100 failed (eval_json_v2/eval_score_avg 0 < 95; eval_json_v2/schema_pass_rate 0 < 0.98)" in proc.stderr

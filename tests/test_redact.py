@@ -17,7 +17,7 @@ def test_credential_keys_are_secret(key):
     assert is_secret_key(key)
 
 
-@pytest.mark.parametrize("key", ["max_tokens", "tokenizer", "api_key_env", "author", "keys", "refusal_token", "path"])
+@pytest.mark.parametrize("key", ["max_tokens", "tokenizer", "api_key_env", "author", "keys", "refusal_token", "path", "PWD"])
 def test_ordinary_keys_are_not_secret(key):
     assert not is_secret_key(key)
 

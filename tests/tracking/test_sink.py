@@ -195,3 +195,37 @@ def test_case_table_loads_through_mlflow_load_table(logged, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", cfg.tracking.uri)  # load_table searches via the fluent API
     table = client.load_table(run.info.experiment_id, "cases_table.json", run_ids=[run.info.run_id])
     assert len(table) == 3 and "eval_json_v2/score" in table.columns
+
+
+def test_manifest_records_the_mlflow_run_and_library_versions(logged, tmp_path):
+    client, run, _, _ = logged
+    m = json.loads(Path(client.download_artifacts(run.info.run_id, "manifest.json", str(tmp_path))).read_text())
+    assert (m["tracking"]["run_id"], m["tracking"]["experiment_name"]) == (run.info.run_id, "tests")
+    assert set(m["packages"]) == {"mlflow", "pydantic", "pandas", "rapidfuzz", "sentence-transformers", "hydra-core", "omegaconf"}
+
+
+def test_report_header_names_the_run(logged, tmp_path):
+    client, run, _, _ = logged
+    text = Path(client.download_artifacts(run.info.run_id, "report.md", str(tmp_path))).read_text()
+    assert f"| mlflow run | `{run.info.run_id}`" in text and "| packages | mlflow " in text
+
+
+def test_run_records_its_host_and_pid(logged):
+    import os
+
+    _, run, _, _ = logged
+    assert run.data.tags["ragtrack.pid"] == str(os.getpid()) and "ragtrack.host" in run.data.tags
+
+
+def test_config_sha256_does_not_depend_on_where_the_run_is_logged(demo_files):
+    a = make_config(demo_files)
+    b = make_config(demo_files, tracking={"uri": "sqlite:////elsewhere/mlflow.db", "experiment": "other"})
+    assert a.sha256 == b.sha256
+
+
+def test_staged_parent_is_named_as_staged(demo_files):
+    cfg = make_config(demo_files, stages={"enabled": True, "dev_n": 2, "dev_seed": 0})
+    execute(cfg)
+    _, runs = _runs(cfg)
+    names = sorted(r.info.run_name for r in runs)
+    assert names == ["lora_a-v1 (staged)", "lora_a-v1/dev", "lora_a-v1/full"]
