@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["InputError"]
 
 
@@ -19,3 +21,12 @@ class InputError(ValueError):
         self.problem = problem
         parts = [self.file] + [p for p in (where, field) if p] + [problem]
         super().__init__(": ".join(parts))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The keyword-only arguments are not in `self.args`, so the default reduction
+        # (`cls(*args)`) cannot rebuild the error across processes.
+        return (_rebuild, (type(self), self.file, self.problem, self.where, self.field), self.__dict__)
+
+
+def _rebuild(cls: type[InputError], file: str, problem: str, where: str | None, field: str | None) -> InputError:
+    return cls(file, problem, where=where, field=field)
