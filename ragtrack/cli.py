@@ -11,7 +11,10 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragtrack.types import GateSpec
 
 __all__ = ["main"]
 
@@ -49,22 +52,31 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _finite(v: Any) -> Any:
-    return None if isinstance(v, float) and math.isnan(v) else v
+    """A value as JSON may hold it: NaN and ±Infinity (not computed) become null."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def load_gates_file(path: Path) -> list[Any]:
-    """Gates from a YAML file of `{name: ["metric op threshold", ...]}`."""
+def _read_yaml(path: Path) -> Any:
     import yaml
 
     from ragtrack.errors import InputError
-    from ragtrack.gates import parse_gates
 
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
-        raise InputError(str(path), f"cannot read: {e.strerror}") from None
+        raise InputError.from_os_error(path, e) from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
         raise InputError(str(path), f"not valid YAML: {e}") from None
+
+
+def load_gates_file(path: Path) -> list[GateSpec]:
+    """Gates from a YAML file of `{name: ["metric op threshold", ...]}`."""
+    from ragtrack.errors import InputError
+    from ragtrack.gates import parse_gates
+
+    raw = _read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise InputError(str(path), "expected a mapping of gate name to conditions")
     return parse_gates(raw, where=str(path))
@@ -72,7 +84,7 @@ def load_gates_file(path: Path) -> list[Any]:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from ragtrack.eval_sets import load_eval_set
-    from ragtrack.predictions import load_predictions, match_predictions
+    from ragtrack.predictions import match_prediction_file
     from ragtrack.results import case_rows
     from ragtrack.runner import score
     from ragtrack.scorers import build_scorer
@@ -80,16 +92,18 @@ def cmd_score(args: argparse.Namespace) -> int:
     scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
     gates = load_gates_file(Path(args.gates) if args.gates else DEFAULT_GATES)
     eval_set, _ = load_eval_set(args.eval_set)
-    generation = match_predictions(eval_set.cases, load_predictions(args.predictions))
+    generation = match_prediction_file(args.predictions, eval_set.cases)
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, gates)
     rows = case_rows(eval_set.cases, generation.predictions, outputs)
+    for warning in generation.warnings:
+        print(f"ragtrack: warning: {warning}", file=sys.stderr)
     if args.json:
         doc = {
             "metrics": {k: _finite(v) for k, v in metrics.items()},
             "cases": [{k: _finite(v) for k, v in r.items()} for r in rows],
         }
-        json.dump(doc, sys.stdout, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        # Serialised whole before anything is written: an error never leaves half a document.
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n")
     else:
         print(f"eval set {eval_set.version}: {len(eval_set.cases)} cases")
         for k, v in sorted(metrics.items()):

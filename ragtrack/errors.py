@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 __all__ = ["InputError"]
@@ -26,6 +27,12 @@ class InputError(ValueError):
         # The keyword-only arguments are not in `self.args`, so the default reduction
         # (`cls(*args)`) cannot rebuild the error across processes.
         return (_rebuild, (type(self), self.file, self.problem, self.where, self.field), self.__dict__)
+
+    @classmethod
+    def from_os_error(cls, path: str | Path, e: OSError, *, field: str | None = None) -> InputError:
+        """`file not found`, or `cannot read: <strerror>` (a directory, no permission, ...)."""
+        problem = "file not found" if isinstance(e, FileNotFoundError) else f"cannot read: {e.strerror or e}"
+        return cls(str(path), problem, field=field)
 
 
 def _rebuild(cls: type[InputError], file: str, problem: str, where: str | None, field: str | None) -> InputError:

@@ -188,3 +188,77 @@ def test_missing_gates_file_exits_2(files: dict[str, Path], capsys: pytest.Captu
             "--scorer", "eval_json_v2", "--gates", str(missing)]
     assert main(argv) == 2
     assert str(missing) in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- bad input: one clear error, exit 2
+
+
+def score_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from ragtrack.cli import main
+
+    code = main(["score", *argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def score_lines(capsys: pytest.CaptureFixture[str], eval_set: Path, lines: str, tmp: Path, *extra: str) -> tuple[int, str, str]:
+    preds = tmp / "p.jsonl"
+    preds.write_text(lines, encoding="utf-8")
+    return score_main(capsys, "--eval-set", str(eval_set), "--predictions", str(preds), "--scorer", "eval_json_v2", *extra)
+
+
+def test_infinity_in_predictions_exits_2_naming_line_and_field(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = '{"id": "a1", "answer": ""}\n\n{"id": "a2", "answer": "", "latency_ms": Infinity}\n'
+    code, out, err = score_lines(capsys, files["eval"], lines, tmp_path, "--json")
+    assert (code, out) == (2, "")
+    assert err == f"ragtrack: error: {tmp_path / 'p.jsonl'}: line 3: latency_ms: Infinity is not a JSON number\n"
+
+
+def test_deeply_nested_predictions_exit_2_naming_the_line(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = score_lines(capsys, files["eval"], '{"id": "a1", "answer": ""}\n' + "[" * 100_000 + "\n", tmp_path)
+    assert code == 2
+    assert err == f"ragtrack: error: {tmp_path / 'p.jsonl'}: line 2: not valid JSON: nested too deeply\n"
+
+
+def test_null_answer_exits_2_naming_line_and_field(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = score_lines(capsys, files["eval"], '{"id": "a1", "answer": null}\n', tmp_path)
+    assert code == 2
+    assert err == f'ragtrack: error: {tmp_path / "p.jsonl"}: line 1: answer: null; a recorded empty answer is ""\n'
+
+
+def test_predictions_directory_exits_2(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = score_main(capsys, "--eval-set", str(files["eval"]), "--predictions", str(tmp_path), "--scorer", "eval_json_v2")
+    assert (code, err) == (2, f"ragtrack: error: {tmp_path}: cannot read: Is a directory\n")
+
+
+def test_eval_set_directory_exits_2(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = score_main(capsys, "--eval-set", str(tmp_path), "--predictions", str(files["perfect"]), "--scorer", "eval_json_v2")
+    assert (code, err) == (2, f"ragtrack: error: {tmp_path}: cannot read: Is a directory\n")
+
+
+def test_nan_in_eval_set_exits_2_naming_item_and_field(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "qa.json"
+    bad.write_text('[{"qid": "a1", "q": "Q", "answerable": true, "gold_ids": [], "gold_claim": NaN}]', encoding="utf-8")
+    code, _, err = score_main(capsys, "--eval-set", str(bad), "--predictions", str(files["qaset_preds"]), "--scorer", "refusal_citation")
+    assert (code, err) == (2, f"ragtrack: error: {bad}: item 0: gold_claim: NaN is not a JSON number\n")
+
+
+def test_predictions_given_as_eval_set_exits_2(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    preds = files["perfect"]
+    code, _, err = score_main(capsys, "--eval-set", str(preds), "--predictions", str(preds), "--scorer", "eval_json_v2")
+    assert code == 2
+    assert err.startswith(f"ragtrack: error: {preds}: line 1: answer: this looks like a predictions file")
+
+
+def test_empty_predictions_file_warns_and_scores_every_case_missing(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = score_lines(capsys, files["eval"], "\n\n", tmp_path, "--json")
+    assert code == 0
+    assert f"ragtrack: warning: {tmp_path / 'p.jsonl'}: no predictions: every case is scored as missing" in err
+    assert strict_loads(out)["metrics"]["predictions/n_missing"] == 2.0

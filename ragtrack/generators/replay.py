@@ -1,12 +1,11 @@
-"""Generator `replay`: answers recorded elsewhere, read from a predictions JSONL file."""
+"""Generator `replay`: answers recorded elsewhere, streamed from a predictions JSONL file."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
-from ragtrack.hashing import sha1_file
-from ragtrack.predictions import load_predictions, match_predictions
+from ragtrack.predictions import match_prediction_file
 from ragtrack.types import EvalCase, Generation
 
 __all__ = ["ReplayGenerator"]
@@ -23,5 +22,5 @@ class ReplayGenerator(Generator):
     Params = ReplayParams
 
     def generate(self, cases: Sequence[EvalCase], prompt_template: str) -> Generation:
-        generation = match_predictions(cases, load_predictions(self.p.path))
-        return generation.model_copy(update={"provenance": {"predictions_sha1": sha1_file(self.p.path)}})
+        """Match the file's predictions to `cases`; its sha1 is `provenance["predictions_sha1"]`."""
+        return match_prediction_file(self.p.path, cases)
