@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrack.types import GateSpec
+    from ragtrack.types import GateResult, GateSpec
 
 __all__ = ["main"]
 
@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--scorer", action="append", required=True, metavar="NAME", help="scorer name (repeatable)")
     s.add_argument("--gates", metavar="FILE", default=None, help=f"gates YAML (default: {DEFAULT_GATES.name} shipped in conf/gates)")
     s.add_argument("--json", action="store_true", help='print {"metrics": {...}, "cases": [...]} to stdout')
-    s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when an evaluated gate fails")
+    s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when a gate fails or is skipped (a metric not computed)")
+    s.add_argument("--allow-skipped-gates", action="store_true", help="with --fail-on-gate: a skipped gate does not fail")
     b = sub.add_parser("subset", help="write a reproducible subset of an eval set, with a manifest")
     b.add_argument("--src", required=True, metavar="FILE", help="eval-set file to draw from")
     b.add_argument("--n", required=True, type=int, help="number of items")
@@ -82,21 +83,32 @@ def load_gates_file(path: Path) -> list[GateSpec]:
     return parse_gates(raw, where=str(path))
 
 
+def _gates_failing(results: list[GateResult], allow_skipped: bool) -> list[GateResult]:
+    return [g for g in results if not g.passed and not (g.skipped and allow_skipped)]
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from ragtrack.eval_sets import load_eval_set
+    from ragtrack.gates import applicable_gates
     from ragtrack.predictions import match_prediction_file
     from ragtrack.results import case_rows
     from ragtrack.runner import score
     from ragtrack.scorers import build_scorer
+    from ragtrack.scorers.base import check_applicable
 
     scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
     gates = load_gates_file(Path(args.gates) if args.gates else DEFAULT_GATES)
     eval_set, _ = load_eval_set(args.eval_set)
+    check_applicable(scorers, eval_set)
+    gates, dropped = applicable_gates(gates, [s.name for s in scorers])
     generation = match_prediction_file(args.predictions, eval_set.cases)
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, gates)
     rows = case_rows(eval_set.cases, generation.predictions, outputs)
     for warning in generation.warnings:
         print(f"ragtrack: warning: {warning}", file=sys.stderr)
+    if dropped:
+        names = ", ".join(g.name for g in dropped)
+        print(f"ragtrack: note: gates not applicable (their scorers did not run): {names}", file=sys.stderr)
     if args.json:
         doc = {
             "metrics": {k: _finite(v) for k, v in metrics.items()},
@@ -110,9 +122,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             print(f"  {k:<42} {v:.6g}")
         for g in gate_results:
             print(f"  gate {g.name}: {'skipped' if g.skipped else 'pass' if g.passed else 'FAIL'} ({g.detail})")
-    if args.fail_on_gate and any(not g.passed and not g.skipped for g in gate_results):
-        return 1
-    return 0
+    failing = _gates_failing(gate_results, args.allow_skipped_gates) if args.fail_on_gate else []
+    for g in failing:
+        verdict = "skipped (--allow-skipped-gates accepts that)" if g.skipped else "failed"
+        print(f"ragtrack: gate {g.name} {verdict}: {g.detail}", file=sys.stderr)
+    return 1 if failing else 0
 
 
 def cmd_subset(args: argparse.Namespace) -> int:

@@ -142,15 +142,24 @@ def test_exit_2_and_one_line_error_for_bad_eval_set(files: dict[str, Path]) -> N
     assert proc.stdout == ""
 
 
-def test_not_computed_metrics_are_null_never_nan(files: dict[str, Path]) -> None:
-    # eval_json_v2 on a qaset-only set computes nothing: its means are NaN inside and must print as null.
+def test_columns_of_a_scorer_that_skipped_a_case_are_null(files: dict[str, Path]) -> None:
+    # a2 is in questions.json only: refusal_citation has no gold for it, so its columns are null.
+    proc = ragtrack("score", "--eval-set", str(files["eval"]), "--eval-set", str(files["qaset"]),
+                    "--predictions", str(files["perfect"]), "--scorer", "eval_json_v2", "--scorer", "refusal_citation",
+                    "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = strict_loads(proc.stdout)  # raises on NaN / Infinity
+    assert [r["refusal_citation/label"] for r in doc["cases"]] == ["ANS_NO_HIT", None]
+
+
+def test_scorer_without_its_eval_format_exits_2_naming_scorer_and_files(files: dict[str, Path]) -> None:
     proc = ragtrack("score", "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]),
                     "--scorer", "eval_json_v2", "--scorer", "refusal_citation", "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert "NaN" not in proc.stdout
-    doc = strict_loads(proc.stdout)  # raises on NaN / Infinity
-    assert doc["metrics"]["eval_json_v2/eval_score_avg"] is None
-    assert "refusal_citation/precision" in doc["metrics"]
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "ragtrack: error: scorers: eval_json_v2: needs question_v2 items (with `expected`), and no case of the eval set "
+        f"has them; eval-set files: {files['qaset']} (qaset)\n"
+    )
 
 
 def test_help_is_fast() -> None:
@@ -262,3 +271,44 @@ def test_empty_predictions_file_warns_and_scores_every_case_missing(
     assert code == 0
     assert f"ragtrack: warning: {tmp_path / 'p.jsonl'}: no predictions: every case is scored as missing" in err
     assert strict_loads(out)["metrics"]["predictions/n_missing"] == 2.0
+
+
+# ---------------------------------------------------------------- gates that do not apply, gates skipped
+
+
+def test_gates_of_scorers_that_did_not_run_are_dropped_with_a_note(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = score_main(capsys, "--eval-set", str(files["eval"]), "--predictions", str(files["perfect"]),
+                                "--scorer", "eval_json_v2", "--json", "--fail-on-gate")
+    assert code == 0
+    gates = sorted(k for k in strict_loads(out)["metrics"] if k.startswith("gate/"))
+    assert gates == ["gate/all", "gate/dev100"]
+    assert "ragtrack: note: gates not applicable (their scorers did not run): G1_precision, G2_under_refusal, " in err
+
+
+def _gates_with_a_skipped_one(tmp_path: Path) -> Path:
+    path = tmp_path / "gates.yaml"
+    path.write_text("dev100: ['eval_json_v2/eval_score_avg >= 95']\ntypo: ['eval_json/eval_score_avg >= 95']\n", encoding="utf-8")
+    return path
+
+
+def test_fail_on_gate_exits_1_on_a_skipped_gate(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = score_main(capsys, "--eval-set", str(files["eval"]), "--predictions", str(files["perfect"]),
+                              "--scorer", "eval_json_v2", "--gates", str(_gates_with_a_skipped_one(tmp_path)), "--fail-on-gate")
+    assert code == 1
+    assert "ragtrack: gate typo skipped" in err
+
+
+def test_allow_skipped_gates_accepts_a_skipped_gate(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = score_main(capsys, "--eval-set", str(files["eval"]), "--predictions", str(files["perfect"]),
+                            "--scorer", "eval_json_v2", "--gates", str(_gates_with_a_skipped_one(tmp_path)),
+                            "--fail-on-gate", "--allow-skipped-gates")
+    assert code == 0
+
+
+def test_allow_skipped_gates_still_exits_1_on_a_failed_gate(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = score_main(capsys, "--eval-set", str(files["eval"]), "--predictions", str(files["failing"]),
+                            "--scorer", "eval_json_v2", "--gates", str(_gates_with_a_skipped_one(tmp_path)),
+                            "--fail-on-gate", "--allow-skipped-gates")
+    assert code == 1

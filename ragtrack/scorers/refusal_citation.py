@@ -133,6 +133,7 @@ class RefusalCitationScorer(Scorer):
 
     name = NAME
     version = "1"
+    section = "gold"
     Params = Params
 
     def score(self, batch: Batch) -> ScorerOutput:
