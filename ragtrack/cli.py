@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ragtrack.config import RunConfig
+    from ragtrack.scorers import Scorer
     from ragtrack.types import GateResult, GateSpec
 
 __all__ = ["main"]
@@ -38,7 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("score", help="score predictions against an eval set, without MLflow")
     s.add_argument("--eval-set", action="append", required=True, metavar="FILE", help="eval-set file (repeat to merge files by id)")
     s.add_argument("--predictions", required=True, metavar="FILE", help="predictions JSONL")
-    s.add_argument("--scorer", action="append", required=True, metavar="NAME", help="scorer name (repeatable)")
+    s.add_argument("--scorer", action="append", metavar="NAME", help="scorer name (repeatable); or use --config")
+    s.add_argument(
+        "--config", metavar="FILE", default=None,
+        help="a run's archived config.yaml: score with its scorers (and their parameters) and its gates",
+    )
     s.add_argument("--gates", metavar="FILE", default=None, help=f"gates YAML (default: {DEFAULT_GATES.name} shipped in conf/gates)")
     s.add_argument("--json", action="store_true", help='print {"metrics": {...}, "cases": [...]} to stdout')
     s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when a gate fails or is skipped (a metric not computed)")
@@ -83,6 +89,43 @@ def load_gates_file(path: Path) -> list[GateSpec]:
     return parse_gates(raw, where=str(path))
 
 
+def load_run_config(path: Path) -> RunConfig:
+    """A run's archived `config.yaml` (the YAML dump of its `RunConfig`), validated."""
+    from ragtrack.config import RunConfig
+    from ragtrack.errors import InputError
+
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict):
+        raise InputError(str(path), "expected a run's config.yaml (a mapping with `scorers` and `gates`)")
+    try:
+        return RunConfig.from_container(raw)
+    except InputError as e:
+        raise InputError(str(path), e.problem, where=e.where, field=e.field) from None
+
+
+def _scorers_and_gates(args: argparse.Namespace) -> tuple[list[Scorer], list[GateSpec]]:
+    """The scorers and gates named by `--scorer`/`--gates`, or those of `--config`."""
+    from ragtrack.errors import InputError
+    from ragtrack.gates import parse_gates
+    from ragtrack.scorers import build_scorer
+
+    if args.config is None:
+        if not args.scorer:
+            raise InputError("--scorer", "no scorer given: use --scorer NAME (repeatable) or --config FILE")
+        scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
+        return scorers, load_gates_file(Path(args.gates) if args.gates else DEFAULT_GATES)
+    for option in ("scorer", "gates"):
+        if getattr(args, option):
+            raise InputError("--config", f"--{option} and --config both name the {option}; give one of them")
+    path = Path(args.config)
+    cfg = load_run_config(path)
+    try:
+        scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
+    except InputError as e:  # name the file the parameters came from
+        raise InputError(str(path), e.problem, where=e.file, field=e.field) from None
+    return scorers, parse_gates(cfg.gates, where=f"{path}: gates")
+
+
 def _gates_failing(results: list[GateResult], allow_skipped: bool) -> list[GateResult]:
     return [g for g in results if not g.passed and not (g.skipped and allow_skipped)]
 
@@ -93,11 +136,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     from ragtrack.predictions import match_prediction_file
     from ragtrack.results import case_rows
     from ragtrack.runner import score
-    from ragtrack.scorers import build_scorer
     from ragtrack.scorers.base import check_applicable
 
-    scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
-    gates = load_gates_file(Path(args.gates) if args.gates else DEFAULT_GATES)
+    scorers, gates = _scorers_and_gates(args)
     eval_set, _ = load_eval_set(args.eval_set)
     check_applicable(scorers, eval_set)
     gates, dropped = applicable_gates(gates, [s.name for s in scorers])

@@ -312,3 +312,64 @@ def test_allow_skipped_gates_still_exits_1_on_a_failed_gate(files: dict[str, Pat
                             "--scorer", "eval_json_v2", "--gates", str(_gates_with_a_skipped_one(tmp_path)),
                             "--fail-on-gate", "--allow-skipped-gates")
     assert code == 1
+
+
+# ---------------------------------------------------------------- --config: a run's scorers and gates
+
+
+def write_run_config(path: Path, files: dict[str, Path], scorers: dict[str, Any], gates: dict[str, list[str]]) -> Path:
+    import yaml
+
+    from ragtrack.config import RunConfig
+
+    cfg = RunConfig.from_container({
+        "model": {"id": "m"}, "adapter": {"name": "a", "id": "a@1"}, "index": {"name": "i"},
+        "prompt": {"version": "v1", "path": "prompt.md"}, "eval_set": {"name": "e", "files": [str(files["qaset"])]},
+        "generator": {"name": "replay", "params": {"path": str(files["qaset_preds"])}},
+        "scorers": scorers, "gates": gates,
+    })
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def test_config_gives_the_scorers_with_their_parameters(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"qid": "a1", "answer": "I don't know"}])
+    config = write_run_config(tmp_path / "config.yaml", files, {"refusal_citation": {"refusal_token": "i don't know"}}, {})
+    code, out, _ = score_main(capsys, "--eval-set", str(files["qaset"]), "--predictions", str(preds), "--config", str(config), "--json")
+    assert code == 0
+    assert strict_loads(out)["cases"][0]["refusal_citation/label"] == "OVER_REFUSAL"
+
+
+def test_config_gives_the_gates(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_run_config(tmp_path / "config.yaml", files, {"refusal_citation": None},
+                              {"hits": ["refusal_citation/citation_hit_rate >= 1"]})
+    code, out, _ = score_main(capsys, "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]),
+                              "--config", str(config), "--json", "--fail-on-gate")
+    assert (code, sorted(k for k in strict_loads(out)["metrics"] if k.startswith("gate/"))) == (0, ["gate/all", "gate/hits"])
+
+
+def test_config_and_scorer_together_exit_2(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_run_config(tmp_path / "config.yaml", files, {"refusal_citation": None}, {})
+    code, _, err = score_main(capsys, "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]),
+                              "--config", str(config), "--scorer", "refusal_citation")
+    assert (code, err) == (2, "ragtrack: error: --config: --scorer and --config both name the scorer; give one of them\n")
+
+
+def test_no_scorer_and_no_config_exit_2(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = score_main(capsys, "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]))
+    assert (code, err) == (2, "ragtrack: error: --scorer: no scorer given: use --scorer NAME (repeatable) or --config FILE\n")
+
+
+def test_invalid_config_exits_2_naming_file_and_key(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("scorers: {refusal_citation: null}\n", encoding="utf-8")
+    code, _, err = score_main(capsys, "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]),
+                              "--config", str(config))
+    assert (code, err) == (2, f"ragtrack: error: {config}: model: Field required\n")
+
+
+def test_config_scorer_parameter_error_exits_2(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_run_config(tmp_path / "config.yaml", files, {"refusal_citation": {"refusal_tokn": "x"}}, {})
+    code, _, err = score_main(capsys, "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]),
+                              "--config", str(config))
+    assert (code, err) == (2, f"ragtrack: error: {config}: scorers.refusal_citation: refusal_tokn: Extra inputs are not permitted\n")
