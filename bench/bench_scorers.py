@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # noqa: E402
 
 from ragtrack.eval_sets import load_eval_set  # noqa: E402
-from ragtrack.predictions import load_predictions, match_predictions  # noqa: E402
+from ragtrack.predictions import match_prediction_file  # noqa: E402
 from ragtrack.scorers import Batch, build_scorer  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             paths = synth.write(Path(tmp), n)
             es, _ = load_eval_set([paths["questions"], paths["qaset"]])
-            batch = Batch.from_generation(es.cases, match_predictions(es.cases, load_predictions(paths["predictions"])))
+            batch = Batch.from_generation(es.cases, match_prediction_file(paths["predictions"], es.cases))
         for name in ("eval_json_v2", "refusal_citation"):
             scorer = build_scorer(name)
             best = min(_timed(scorer, batch) for _ in range(args.repeat))

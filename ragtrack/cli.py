@@ -11,7 +11,12 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragtrack.config import RunConfig
+    from ragtrack.scorers import Scorer
+    from ragtrack.types import GateResult, GateSpec
 
 __all__ = ["main"]
 
@@ -35,10 +40,15 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("score", help="score predictions against an eval set, without MLflow")
     s.add_argument("--eval-set", action="append", required=True, metavar="FILE", help="eval-set file (repeat to merge files by id)")
     s.add_argument("--predictions", required=True, metavar="FILE", help="predictions JSONL")
-    s.add_argument("--scorer", action="append", required=True, metavar="NAME", help="scorer name (repeatable)")
+    s.add_argument("--scorer", action="append", metavar="NAME", help="scorer name (repeatable); or use --config")
+    s.add_argument(
+        "--config", metavar="FILE", default=None,
+        help="a run's archived config.yaml: score with its scorers (and their parameters) and its gates",
+    )
     s.add_argument("--gates", metavar="FILE", default=None, help=f"gates YAML (default: {DEFAULT_GATES.name} shipped in conf/gates)")
     s.add_argument("--json", action="store_true", help='print {"metrics": {...}, "cases": [...]} to stdout')
-    s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when an evaluated gate fails")
+    s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when a gate fails or is skipped (a metric not computed)")
+    s.add_argument("--allow-skipped-gates", action="store_true", help="with --fail-on-gate: a skipped gate does not fail")
     b = sub.add_parser("subset", help="write a reproducible subset of an eval set, with a manifest")
     b.add_argument("--src", required=True, metavar="FILE", help="eval-set file to draw from")
     b.add_argument("--n", required=True, type=int, help="number of items")
@@ -49,56 +59,115 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _finite(v: Any) -> Any:
-    return None if isinstance(v, float) and math.isnan(v) else v
+    """A value as JSON may hold it: NaN and ±Infinity (not computed) become null."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def load_gates_file(path: Path) -> list[Any]:
-    """Gates from a YAML file of `{name: ["metric op threshold", ...]}`."""
+def _read_yaml(path: Path) -> Any:
     import yaml
 
     from ragtrack.errors import InputError
-    from ragtrack.gates import parse_gates
 
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
-        raise InputError(str(path), f"cannot read: {e.strerror}") from None
+        raise InputError.from_os_error(path, e) from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
         raise InputError(str(path), f"not valid YAML: {e}") from None
+
+
+def load_gates_file(path: Path) -> list[GateSpec]:
+    """Gates from a YAML file of `{name: ["metric op threshold", ...]}`."""
+    from ragtrack.errors import InputError
+    from ragtrack.gates import parse_gates
+
+    raw = _read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise InputError(str(path), "expected a mapping of gate name to conditions")
     return parse_gates(raw, where=str(path))
 
 
-def cmd_score(args: argparse.Namespace) -> int:
-    from ragtrack.eval_sets import load_eval_set
-    from ragtrack.predictions import load_predictions, match_predictions
-    from ragtrack.results import case_rows
-    from ragtrack.runner import score
+def load_run_config(path: Path) -> RunConfig:
+    """A run's archived `config.yaml` (the YAML dump of its `RunConfig`), validated."""
+    from ragtrack.config import RunConfig
+    from ragtrack.errors import InputError
+
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict):
+        raise InputError(str(path), "expected a run's config.yaml (a mapping with `scorers` and `gates`)")
+    try:
+        return RunConfig.from_container(raw)
+    except InputError as e:
+        raise InputError(str(path), e.problem, where=e.where, field=e.field) from None
+
+
+def _scorers_and_gates(args: argparse.Namespace) -> tuple[list[Scorer], list[GateSpec]]:
+    """The scorers and gates named by `--scorer`/`--gates`, or those of `--config`."""
+    from ragtrack.errors import InputError
+    from ragtrack.gates import parse_gates
     from ragtrack.scorers import build_scorer
 
-    scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
-    gates = load_gates_file(Path(args.gates) if args.gates else DEFAULT_GATES)
+    if args.config is None:
+        if not args.scorer:
+            raise InputError("--scorer", "no scorer given: use --scorer NAME (repeatable) or --config FILE")
+        scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
+        return scorers, load_gates_file(Path(args.gates) if args.gates else DEFAULT_GATES)
+    for option in ("scorer", "gates"):
+        if getattr(args, option):
+            raise InputError("--config", f"--{option} and --config both name the {option}; give one of them")
+    path = Path(args.config)
+    cfg = load_run_config(path)
+    try:
+        scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
+    except InputError as e:  # name the file the parameters came from
+        raise InputError(str(path), e.problem, where=e.file, field=e.field) from None
+    return scorers, parse_gates(cfg.gates, where=f"{path}: gates")
+
+
+def _gates_failing(results: list[GateResult], allow_skipped: bool) -> list[GateResult]:
+    return [g for g in results if not g.passed and not (g.skipped and allow_skipped)]
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from ragtrack.eval_sets import load_eval_set
+    from ragtrack.gates import applicable_gates
+    from ragtrack.predictions import match_prediction_file
+    from ragtrack.results import case_rows
+    from ragtrack.runner import score
+    from ragtrack.scorers.base import check_applicable
+
+    scorers, gates = _scorers_and_gates(args)
     eval_set, _ = load_eval_set(args.eval_set)
-    generation = match_predictions(eval_set.cases, load_predictions(args.predictions))
+    check_applicable(scorers, eval_set)
+    gates, dropped = applicable_gates(gates, [s.name for s in scorers])
+    generation = match_prediction_file(args.predictions, eval_set.cases)
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, gates)
     rows = case_rows(eval_set.cases, generation.predictions, outputs)
+    for warning in generation.warnings:
+        print(f"ragtrack: warning: {warning}", file=sys.stderr)
+    if dropped:
+        names = ", ".join(g.name for g in dropped)
+        print(f"ragtrack: note: gates not applicable (their scorers did not run): {names}", file=sys.stderr)
     if args.json:
         doc = {
             "metrics": {k: _finite(v) for k, v in metrics.items()},
             "cases": [{k: _finite(v) for k, v in r.items()} for r in rows],
         }
-        json.dump(doc, sys.stdout, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        # Serialised whole before anything is written: an error never leaves half a document.
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n")
     else:
         print(f"eval set {eval_set.version}: {len(eval_set.cases)} cases")
         for k, v in sorted(metrics.items()):
             print(f"  {k:<42} {v:.6g}")
         for g in gate_results:
             print(f"  gate {g.name}: {'skipped' if g.skipped else 'pass' if g.passed else 'FAIL'} ({g.detail})")
-    if args.fail_on_gate and any(not g.passed and not g.skipped for g in gate_results):
-        return 1
-    return 0
+    failing = _gates_failing(gate_results, args.allow_skipped_gates) if args.fail_on_gate else []
+    for g in failing:
+        verdict = "skipped (--allow-skipped-gates accepts that)" if g.skipped else "failed"
+        print(f"ragtrack: gate {g.name} {verdict}: {g.detail}", file=sys.stderr)
+    return 1 if failing else 0
 
 
 def cmd_subset(args: argparse.Namespace) -> int:

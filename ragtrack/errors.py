@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 __all__ = ["InputError"]
 
 
@@ -19,3 +22,18 @@ class InputError(ValueError):
         self.problem = problem
         parts = [self.file] + [p for p in (where, field) if p] + [problem]
         super().__init__(": ".join(parts))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The keyword-only arguments are not in `self.args`, so the default reduction
+        # (`cls(*args)`) cannot rebuild the error across processes.
+        return (_rebuild, (type(self), self.file, self.problem, self.where, self.field), self.__dict__)
+
+    @classmethod
+    def from_os_error(cls, path: str | Path, e: OSError, *, field: str | None = None) -> InputError:
+        """`file not found`, or `cannot read: <strerror>` (a directory, no permission, ...)."""
+        problem = "file not found" if isinstance(e, FileNotFoundError) else f"cannot read: {e.strerror or e}"
+        return cls(str(path), problem, field=field)
+
+
+def _rebuild(cls: type[InputError], file: str, problem: str, where: str | None, field: str | None) -> InputError:
+    return cls(file, problem, where=where, field=field)

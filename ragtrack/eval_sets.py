@@ -7,8 +7,10 @@ file and its matching `qaset`): `load_eval_set` merges them by id.
 
 from __future__ import annotations
 
+import io
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_bytes
-from ragtrack.jsonl import iter_jsonl
+from ragtrack.jsonl import iter_jsonl, loads
+from ragtrack.predictions import PREDICTION_KEYS
 from ragtrack.types import EvalCase, EvalFile, EvalFormat, EvalSet, ExpectedV2, Gold, RagReference, SubsetInfo
 
 __all__ = ["LoadedFile", "detect_format", "load_eval_file", "load_eval_set", "make_subset", "subset_eval_set"]
@@ -88,24 +91,19 @@ def _read_items(path: Path) -> tuple[bytes, list[Any], list[str]]:
     """The file's bytes, its items, and where each item is (`item i` or `line n`)."""
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
     except OSError as e:
-        raise InputError(str(path), f"cannot read: {e.strerror}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
+        raise InputError.from_os_error(path, e) from None
     if path.suffix == ".jsonl":
         items, where = [], []
-        for lineno, obj in iter_jsonl(text, str(path)):
+        for lineno, _, obj in iter_jsonl(io.BytesIO(data), str(path)):
             items.append(obj)
             where.append(f"line {lineno}")
         return data, items, where
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(str(path), f"not valid JSON: {e.msg}", where=f"line {e.lineno} column {e.colno}") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
+    obj = loads(text, str(path), items=True)
     if not isinstance(obj, list):
         raise InputError(str(path), f"expected a JSON array of items, got {type(obj).__name__}")
     return data, obj, [f"item {i}" for i in range(len(obj))]
@@ -132,6 +130,7 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
     if not raw:
         raise InputError(str(path), "the eval set is empty")
     where = places.__getitem__
+    _reject_predictions(raw, str(path), where)
     detected = fmt is None
     if fmt is None:
         first = raw[0]
@@ -174,6 +173,17 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
         cases.append(case)
     file = EvalFile(path=str(path), stem=path.stem, format=fmt, sha1=sha1_bytes(data), n_items=len(raw))
     return LoadedFile(file=file, items=raw, cases=cases, jsonl=jsonl)
+
+
+def _reject_predictions(raw: list[Any], file: str, where: Callable[[int], str]) -> None:
+    """A predictions file given as an eval set is an error naming its first prediction key."""
+    for i, item in enumerate(raw):
+        key = next((k for k in PREDICTION_KEYS if k in item), None) if isinstance(item, dict) else None
+        if key is not None:
+            raise InputError(
+                file, "this looks like a predictions file (it carries a model's output), not an eval set",
+                where=where(i), field=key,
+            )
 
 
 def _to_case(item: _Item, index: int) -> EvalCase:

@@ -4,6 +4,12 @@ A gate is written in config as a list of conditions, each `"<metric> <op> <thres
 e.g. `dev100: ["eval_json_v2/eval_score_avg >= 95", "eval_json_v2/schema_pass_rate >= 0.98"]`.
 It passes when every condition holds; it is *skipped* (reported, never counted as a
 pass) when a metric it reads was not computed in this run.
+
+Before that, a gate whose metrics all belong to registered scorers that are not part of
+the run is *not applicable* and is dropped (`applicable_gates`): the shipped G1–G5 when
+only `eval_json_v2` runs. Metrics `predictions/...` are always available; a metric whose
+prefix names no registered scorer (a typo) keeps its gate, which is then skipped, so
+that it is seen.
 """
 
 from __future__ import annotations
@@ -11,12 +17,13 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from ragtrack.errors import InputError
+from ragtrack.scorers.base import SCORERS
 from ragtrack.types import GateCondition, GateResult, GateSpec
 
-__all__ = ["evaluate_gates", "failed_conditions", "gate_metrics", "parse_gates"]
+__all__ = ["applicable_gates", "evaluate_gates", "failed_conditions", "gate_metrics", "parse_gates"]
 
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 _CONDITION = re.compile(r"^\s*(\S+)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
@@ -38,6 +45,17 @@ def parse_gates(raw: Mapping[str, Sequence[str]], where: str = "gates") -> list[
             raise InputError(where, "a gate needs at least one condition", field=name)
         gates.append(GateSpec(name=name, conditions=parsed))
     return gates
+
+
+def applicable_gates(gates: Sequence[GateSpec], scorer_names: Collection[str]) -> tuple[list[GateSpec], list[GateSpec]]:
+    """`(kept, dropped)`: a gate is dropped when every metric it reads belongs to a
+    registered scorer not in `scorer_names`."""
+    absent = set(SCORERS.names()) - set(scorer_names)
+    kept, dropped = [], []
+    for g in gates:
+        foreign = all(c.metric.partition("/")[0] in absent for c in g.conditions)
+        (dropped if foreign else kept).append(g)
+    return kept, dropped
 
 
 def evaluate_gates(gates: Sequence[GateSpec], metrics: Mapping[str, float]) -> list[GateResult]:

@@ -23,12 +23,18 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _file_digest(path: str | Path, algorithm: str) -> str:
+    """Hex digest of a file's bytes, read in chunks (memory stays flat for any size)."""
+    with Path(path).open("rb") as f:
+        return hashlib.file_digest(f, algorithm).hexdigest()
+
+
 def sha1_file(path: str | Path) -> str:
-    return sha1_bytes(Path(path).read_bytes())
+    return _file_digest(path, "sha1")
 
 
 def sha256_file(path: str | Path) -> str:
-    return sha256_bytes(Path(path).read_bytes())
+    return _file_digest(path, "sha256")
 
 
 def sha256_json(obj: Any) -> str:

@@ -75,6 +75,10 @@ def _summary(cfg: RunConfig, results: list[RunResult]) -> None:
         if r.gates:
             log.info("  gates: %s", " ".join(f"{g.name}={'skip' if g.skipped else 'pass' if g.passed else 'FAIL'}" for g in r.gates))
         g = r.generation
+        for w in g.warnings:
+            log.warning("  warning: %s", w)
+        if m.dropped_gates:
+            log.info("  gates not applicable (their scorers did not run): %s", ", ".join(m.dropped_gates))
         if g.n_missing:
             log.warning("  warning: %d case(s) had no prediction and were scored as empty answers: %s", g.n_missing, _ids(g.missing_ids, g.n_missing))
         if g.n_unmatched:

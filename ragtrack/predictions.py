@@ -1,17 +1,22 @@
-"""Predictions JSONL: loading, validation and matching to cases (SPEC §6).
+"""Predictions JSONL: validation, and streaming it against the cases (SPEC §6).
 
 A prediction is matched by id (`id` or `qid`) when it has one, else by exact question
 text (`q`, then `question`, as the seed's reference scorer reads it). Cases without a
-prediction become empty `missing` predictions (`n_missing`); predictions that match no
-case are counted (`n_unmatched`); a later prediction for the same case replaces the
-earlier one (`duplicates_dropped`).
+prediction become empty `missing` predictions (`n_missing`, `missing_ids`); predictions
+that match no case are counted (`n_unmatched`); a later prediction for the same case
+replaces the earlier one (`duplicates_dropped`).
+
+The file is read line by line and only predictions that match a case are kept, so memory
+is bounded by the eval set, not by the file; every line is still validated and hashed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import os
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,9 +24,20 @@ from ragtrack.errors import InputError
 from ragtrack.jsonl import iter_jsonl
 from ragtrack.types import ContextChunk, EvalCase, Generation, Prediction
 
-__all__ = ["PredictionRecord", "load_predictions", "match_predictions", "parse_prediction"]
+__all__ = [
+    "PREDICTION_KEYS",
+    "UNMATCHED_KEYS_LIMIT",
+    "PredictionRecord",
+    "filter_prediction_file",
+    "match_prediction_file",
+    "parse_prediction",
+]
 
 _CONTEXT_KEYS = ("contexts", "retrieved_contexts", "chunks")
+# Keys that only a prediction carries: an eval-set item with one is a predictions line.
+PREDICTION_KEYS = ("answer", *_CONTEXT_KEYS, "citations", "latency_ms")
+UNMATCHED_KEYS_LIMIT = 1000  # unmatched keys listed in a Generation; the rest are only counted
+_KEY_TEXT_CHARS = 120  # an unmatched question is listed cut to this many characters
 
 
 class PredictionRecord(BaseModel):
@@ -54,10 +70,11 @@ def parse_prediction(obj: Any, file: str, where: str) -> PredictionRecord:
         raise InputError(file, "expected a string", where=where, field="q" if obj.get("q") else "question")
     if key_id is None and question is None:
         raise InputError(file, "a prediction needs an id (`id`/`qid`) or the question text (`q`/`question`)", where=where)
-    answer = obj.get("answer")
-    if answer is None:
-        answer = ""
-    elif not isinstance(answer, str):
+    if obj.get("answer") is None:
+        got = "missing" if "answer" not in obj else "null"
+        raise InputError(file, f'{got}; a recorded empty answer is ""', where=where, field="answer")
+    answer = obj["answer"]
+    if not isinstance(answer, str):
         raise InputError(file, f"expected the raw model output as a string, got {type(answer).__name__}", where=where, field="answer")
     contexts = _contexts(obj, file, where)
     citations = obj.get("citations")
@@ -110,41 +127,117 @@ def _contexts(obj: dict[str, Any], file: str, where: str) -> list[ContextChunk]:
     return chunks
 
 
-def load_predictions(path: str | Path) -> list[PredictionRecord]:
-    """Read a predictions JSONL file (blank lines ignored)."""
-    path = Path(path)
+class _CaseIndex:
+    """Finds a prediction's case: by id when it has one, else by exact question text."""
+
+    def __init__(self, cases: Sequence[EvalCase]) -> None:
+        self.by_id = {c.id: c for c in cases}
+        self.by_question: dict[str, EvalCase] = {}
+        for c in cases:
+            self.by_question[c.question] = c  # the last case with a text wins, as in the seed's scorer
+
+    def find(self, r: PredictionRecord) -> EvalCase | None:
+        if r.key_id is not None:
+            return self.by_id.get(r.key_id)
+        return self.by_question.get(r.key_question or "")
+
+
+def _unmatched_key(r: PredictionRecord) -> str:
+    if r.key_id is not None:
+        return r.key_id
+    q = r.key_question or ""
+    return f"q={q[:_KEY_TEXT_CHARS] + '…' if len(q) > _KEY_TEXT_CHARS else q!r}"
+
+
+def _hashed(f: IO[bytes], hasher: Any) -> Iterator[bytes]:
+    for line in f:
+        hasher.update(line)
+        yield line
+
+
+def _records(path: Path, hasher: Any) -> Iterator[tuple[bytes, PredictionRecord]]:
+    """`(raw line, record)` for every non-blank line; every byte read goes into `hasher`."""
+    file = str(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
-    except UnicodeDecodeError as e:
-        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
-    return [parse_prediction(obj, str(path), f"line {lineno}") for lineno, obj in iter_jsonl(text, str(path))]
+        with path.open("rb") as f:
+            for lineno, raw, obj in iter_jsonl(_hashed(f, hasher), file):
+                yield raw, parse_prediction(obj, file, f"line {lineno}")
+    except OSError as e:
+        raise InputError.from_os_error(path, e) from None
 
 
-def match_predictions(cases: Sequence[EvalCase], records: Sequence[PredictionRecord]) -> Generation:
-    """Align predictions with cases; count what is missing, unmatched or duplicated."""
-    by_id = {c.id: c for c in cases}
-    by_question: dict[str, EvalCase] = {}
-    for c in cases:
-        by_question[c.question] = c  # the last case with a text wins, as in the seed's scorer
+def match_prediction_file(
+    path: str | Path, cases: Sequence[EvalCase], *, keep: Collection[str] | None = None
+) -> Generation:
+    """Stream a predictions JSONL file against `cases`: one prediction per case, in case order.
+
+    With `keep` (the ids of a dev subset), only the cases of `keep` get a prediction, and
+    a line that matches a case outside it is counted in `n_outside_subset`, not as
+    unmatched. The file's sha1 is `provenance["predictions_sha1"]`. An empty file is
+    accepted with a warning.
+    """
+    path = Path(path)
+    index = _CaseIndex(cases)
+    scored = [c for c in cases if keep is None or c.id in keep]
+    hasher = hashlib.sha1()
     found: dict[str, Prediction] = {}
-    unmatched: list[str] = []
-    duplicates = 0
-    for r in records:
-        case = by_id.get(r.key_id) if r.key_id is not None else by_question.get(r.key_question or "")
+    unmatched_keys: list[str] = []
+    n_lines = n_unmatched = n_outside = duplicates = 0
+    for _, r in _records(path, hasher):
+        n_lines += 1
+        case = index.find(r)
         if case is None:
-            unmatched.append(r.key_id if r.key_id is not None else f"q={r.key_question!r}")
-            continue
-        if case.id in found:
-            duplicates += 1
-        found[case.id] = r.prediction.model_copy(update={"case_id": case.id})
-    predictions = [found.get(c.id) or Prediction(case_id=c.id, missing=True) for c in cases]
+            n_unmatched += 1
+            if len(unmatched_keys) < UNMATCHED_KEYS_LIMIT:
+                unmatched_keys.append(_unmatched_key(r))
+        elif keep is not None and case.id not in keep:
+            n_outside += 1
+        else:
+            if case.id in found:
+                duplicates += 1
+            found[case.id] = r.prediction.model_copy(update={"case_id": case.id})
+    predictions = [found.get(c.id) or Prediction(case_id=c.id, missing=True) for c in scored]
+    missing_ids = [p.case_id for p in predictions if p.missing]
+    warnings = [] if n_lines else [f"{path}: no predictions: every case is scored as missing"]
     return Generation(
         predictions=predictions,
-        n_missing=sum(1 for p in predictions if p.missing),
-        n_unmatched=len(unmatched),
+        n_missing=len(missing_ids),
+        missing_ids=missing_ids,
+        n_unmatched=n_unmatched,
+        unmatched_keys=unmatched_keys,
+        n_outside_subset=n_outside,
         duplicates_dropped=duplicates,
-        unmatched_keys=unmatched,
-        missing_ids=[p.case_id for p in predictions if p.missing],
+        provenance={"predictions_sha1": hasher.hexdigest()},
+        warnings=warnings,
     )
+
+
+def filter_prediction_file(
+    src: str | Path, dst: str | Path, cases: Sequence[EvalCase], keep: Collection[str], expected_sha1: str
+) -> None:
+    """Write to `dst` the lines of `src` whose case is in `keep`, and those that match no case.
+
+    Lines are copied byte for byte, in order (blank lines left out), so that scoring `dst`
+    against the subset's cases gives the counts `match_prediction_file(src, cases,
+    keep=keep)` gave. `src` must still have the sha1 `expected_sha1` (the one the run
+    read); otherwise nothing is written and the error says that the file changed.
+    """
+    src, dst = Path(src), Path(dst)
+    index = _CaseIndex(cases)
+    hasher = hashlib.sha1()
+    part = dst.with_name(dst.name + ".part")
+    try:
+        with part.open("wb") as out:
+            for raw, r in _records(src, hasher):
+                case = index.find(r)
+                if case is None or case.id in keep:
+                    out.write(raw)
+        if hasher.hexdigest() != expected_sha1:
+            raise InputError(
+                str(src), f"changed during the run: its sha1 is now {hasher.hexdigest()}, the run read {expected_sha1}"
+            )
+        os.replace(part, dst)
+    except OSError as e:
+        raise InputError(str(dst), f"cannot write: {e.strerror or e}") from None
+    finally:
+        part.unlink(missing_ok=True)

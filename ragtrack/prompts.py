@@ -37,8 +37,8 @@ def load_prompt(path: str | Path, version: str) -> Prompt:
     path = Path(path)
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found", field="prompt.path") from None
+    except OSError as e:
+        raise InputError.from_os_error(path, e, field="prompt.path") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

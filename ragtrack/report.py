@@ -65,14 +65,19 @@ def render_report(result: RunResult) -> str:
     ]
     if m.subset is not None:
         lines.append(f"| subset | {m.subset.n} cases of `{m.subset.parent_version}`, seed {m.subset.seed} |")
-    if g.missing_ids or g.unmatched_keys:
+    if g.missing_ids or g.unmatched_keys or g.warnings or g.n_outside_subset:
         lines += ["", "## Predictions", ""]
+        lines += [f"- Warning: {w}" for w in g.warnings]
+        if g.n_outside_subset:
+            lines.append(f"- Predictions for cases outside this dev subset (not scored, not unmatched): {g.n_outside_subset}")
         if g.missing_ids:
             lines.append(f"- Cases without a prediction (scored as empty answers): {_list(g.missing_ids, g.n_missing)}")
         if g.unmatched_keys:
             lines.append(f"- Predictions that match no case: {_list(g.unmatched_keys, g.n_unmatched)}")
-    if result.gates:
+    if result.gates or m.dropped_gates:
         lines += ["", "## Gates", "", *_gates_table(result.gates)]
+    if m.dropped_gates:
+        lines += ["", f"Not applicable (they read only metrics of scorers that did not run): {', '.join(m.dropped_gates)}"]
     lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in sorted(result.metrics.items())]
     for out in result.outputs:

@@ -25,12 +25,13 @@ from ragtrack import __version__
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 from ragtrack.eval_sets import load_eval_set, subset_eval_set
-from ragtrack.gates import evaluate_gates, gate_metrics, parse_gates
+from ragtrack.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
 from ragtrack.generators import Generator, build_generator
 from ragtrack.hashing import sha1_file
 from ragtrack.prompts import Prompt, load_prompt
 from ragtrack.provenance import git_state
 from ragtrack.scorers import Batch, Scorer, build_scorer
+from ragtrack.scorers.base import check_applicable
 from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, RunManifest, RunResult, ScorerOutput
 
 __all__ = ["PACKAGES", "Stage", "StageSink", "execute_stage", "index_version", "package_versions", "prepare", "run", "run_job", "run_stages", "score"]
@@ -53,6 +54,7 @@ class Stage(BaseModel):
     scorers: list[Scorer]
     generator: Generator
     gates: list[GateSpec]
+    dropped_gates: list[str]  # configured gates that read only metrics of scorers that do not run
     generation: Generation | None  # answers already known at preparation (replay), else generated in the run
     load_s: float  # time spent preparing (loading and validating inputs)
 
@@ -95,13 +97,15 @@ def prepare(cfg: RunConfig, *, staged: bool | None = None) -> list[Stage]:
     # Build every component first: a bad scorer or generator parameter fails before any work.
     scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
     generator = build_generator(cfg.generator.name, cfg.generator.params)
-    gates = parse_gates(cfg.gates)
-    if staged and cfg.stages.dev_gate not in cfg.gates:
-        raise InputError("config", f"no gate named {cfg.stages.dev_gate!r} (gates: {sorted(cfg.gates)})", field="stages.dev_gate")
+    gates, dropped = applicable_gates(parse_gates(cfg.gates), [s.name for s in scorers])
+    if staged and cfg.stages.dev_gate not in {g.name for g in gates}:
+        why = "reads only metrics of scorers that do not run" if cfg.stages.dev_gate in cfg.gates else f"no such gate (gates: {sorted(cfg.gates)})"
+        raise InputError("config", f"dev gate {cfg.stages.dev_gate!r}: {why}", field="stages.dev_gate")
     eval_set, loaded = load_eval_set(cfg.eval_set.files, name=cfg.eval_set.name)
+    check_applicable(scorers, eval_set)
     prompt = load_prompt(cfg.prompt.path, cfg.prompt.version)
     common = dict(cfg=cfg, all_cases=eval_set.cases, prompt=prompt, index_version=index_version(cfg),
-                  scorers=scorers, generator=generator, gates=gates)
+                  scorers=scorers, generator=generator, gates=gates, dropped_gates=[g.name for g in dropped])
     sets: list[tuple[Literal["full", "dev"], EvalSet]] = [("full", eval_set)]
     if staged:
         sets.insert(0, ("dev", subset_eval_set(eval_set, loaded, cfg.stages.dev_n, cfg.stages.dev_seed)))
@@ -147,6 +151,7 @@ def execute_stage(stage: Stage) -> RunResult:
         generator_provenance=generation.provenance,
         scorers=[s.info for s in stage.scorers],
         gates=stage.gates,
+        dropped_gates=stage.dropped_gates,
         config_sha256=cfg.sha256,
         git_commit=commit,
         git_dirty=dirty,
@@ -184,6 +189,7 @@ def score(
         "predictions/n_missing": float(generation.n_missing),
         "predictions/n_unmatched": float(generation.n_unmatched),
         "predictions/duplicates_dropped": float(generation.duplicates_dropped),
+        "predictions/n_outside_subset": float(generation.n_outside_subset),
     }
     for out in outputs:
         metrics.update(out.metrics)

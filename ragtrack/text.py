@@ -12,6 +12,7 @@ import unicodedata
 __all__ = [
     "bigrams",
     "bigrams_normed",
+    "cjk_runs",
     "evidence_keywords",
     "fuzzy_equal",
     "fuzzy_equal_normed",
@@ -20,8 +21,10 @@ __all__ = [
 ]
 
 _WS = re.compile(r"\s+")
+_CJK_RUN = r"[\u3400-\u4dbf\u4e00-\u9fff]+"  # an unbroken run of CJK ideographs
 # English tokens and unbroken runs of CJK ideographs, in text order (SPEC §1.3).
-_KEYWORD_PIECE = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*|[\u3400-\u4dbf\u4e00-\u9fff]+")
+_KEYWORD_PIECE = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*|" + _CJK_RUN)
+_CJK_RUNS = re.compile(_CJK_RUN)
 
 
 def norm(s: str | None) -> str:
@@ -79,6 +82,11 @@ def fuzzy_equal(
         threshold=threshold,
         min_containment_chars=min_containment_chars,
     )
+
+
+def cjk_runs(s: str) -> list[str]:
+    """The unbroken runs of CJK ideographs (U+3400–U+4DBF, U+4E00–U+9FFF) of `s`, in order."""
+    return _CJK_RUNS.findall(s)
 
 
 def evidence_keywords(text: str | None, limit: int = 30) -> list[str]:

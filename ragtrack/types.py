@@ -160,16 +160,28 @@ class Prediction(_Frozen):
 
 
 class Generation(_Frozen):
-    """A generator's output for a batch: one prediction per case, in case order."""
+    """A generator's output for a batch: one prediction per case, in case order.
+
+    `unmatched_keys` lists at most the first 1000 unmatched predictions' keys;
+    `n_unmatched` counts them all (`unmatched_keys_omitted` is the difference).
+    `warnings` are problems worth telling the user that do not stop the run.
+    """
 
     predictions: list[Prediction]
     n_missing: int = 0
-    n_unmatched: int = 0
-    duplicates_dropped: int = 0
-    unmatched_keys: list[str] = Field(default_factory=list)
     missing_ids: list[str] = Field(default_factory=list)
+    n_unmatched: int = 0
+    unmatched_keys: list[str] = Field(default_factory=list)
+    n_outside_subset: int = 0  # predictions for cases of the full set outside the dev subset
+    duplicates_dropped: int = 0
     provenance: dict[str, str] = Field(default_factory=dict)  # e.g. the replayed file's sha1
     source_path: str | None = None  # the recorded-answers file these predictions were read from (replay)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def unmatched_keys_omitted(self) -> int:
+        """Unmatched predictions counted but not listed ("and N more")."""
+        return self.n_unmatched - len(self.unmatched_keys)
 
 
 # ---------------------------------------------------------------- scoring
@@ -268,6 +280,7 @@ class RunManifest(_Frozen):
     generator_provenance: dict[str, str]
     scorers: list[ComponentInfo]
     gates: list[GateSpec]
+    dropped_gates: list[str]  # configured gates not applicable: they read only metrics of scorers that did not run
     config_sha256: str
     git_commit: str
     git_dirty: bool

@@ -10,7 +10,7 @@ import pytest
 from ragtrack.archive import write_archive
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_file
-from ragtrack.predictions import load_predictions
+from ragtrack.predictions import match_prediction_file
 from ragtrack.runner import run
 from tests.conftest import make_config
 
@@ -48,9 +48,10 @@ def test_a_file_changed_during_the_run_is_an_error(demo_files, tmp_path):
 
 def test_generated_predictions_are_archived_in_the_predictions_format(demo_files, tmp_path):
     cfg = make_config(demo_files, generator={"name": "callable", "params": {"target": "tests.generators.sample_fns:structured"}})
-    m = write_archive(run(cfg), tmp_path / "archive")
-    records = load_predictions(tmp_path / "archive" / m.predictions_artifact_path)
-    assert [r.key_id for r in records] == ["a1", "a2", "u1"] and records[0].prediction.citations == ["1"]
+    result = run(cfg)
+    m = write_archive(result, tmp_path / "archive")
+    again = match_prediction_file(tmp_path / "archive" / m.predictions_artifact_path, result.eval_set.cases)
+    assert again.predictions == result.generation.predictions
 
 
 def test_dev_stage_archives_its_subset_file(demo_files, tmp_path):

@@ -332,6 +332,60 @@ def test_not_utf8(tmp_path: Path) -> None:
     assert "UTF-8" in str(e)
 
 
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_constant_in_json_names_item_and_field(tmp_path: Path, constant: str) -> None:
+    path = tmp_path / "rag.json"
+    path.write_text(f'[{{"id": "1", "question": "Q"}}, {{"id": "2", "question": "Q2", "metadata": {{"w": [1, {constant}]}}}}]',
+                    encoding="utf-8")
+    assert str(load_error(path)) == f"{path}: item 1: metadata.w[1]: {constant} is not a JSON number"
+
+
+def test_non_finite_constant_in_jsonl_names_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "rag.jsonl"
+    path.write_text('{"id": "1", "question": "Q"}\n\n{"id": "2", "question": "Q2", "metadata": {"score": Infinity}}\n',
+                    encoding="utf-8")
+    assert str(load_error(path)) == f"{path}: line 3: metadata.score: Infinity is not a JSON number"
+
+
+def test_non_finite_top_level_value_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "nan.json"
+    path.write_text("NaN", encoding="utf-8")
+    assert str(load_error(path)) == f"{path}: NaN is not a JSON number"
+
+
+def test_deeply_nested_json_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000, encoding="utf-8")
+    e = load_error(path)
+    assert (e.file, e.problem) == (str(path), "not valid JSON: nested too deeply")
+
+
+def test_deeply_nested_jsonl_line_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": "1", "question": "Q"}\n' + "[" * 100_000 + "\n", encoding="utf-8")
+    assert load_error(path).where == "line 2"
+
+
+def test_directory_is_an_error_with_the_os_reason(tmp_path: Path) -> None:
+    path = tmp_path / "set.json"
+    path.mkdir()
+    assert str(load_error(path)) == f"{path}: cannot read: Is a directory"
+
+
+@pytest.mark.parametrize("key", ["answer", "contexts", "retrieved_contexts", "chunks", "citations", "latency_ms"])
+def test_predictions_file_given_as_eval_set_names_the_key(tmp_path: Path, key: str) -> None:
+    path = write_jsonl(tmp_path / "preds.jsonl", [{"id": "1", "question": "Q", key: []}])
+    e = load_error(path)
+    assert (e.where, e.field) == ("line 1", key)
+    assert "looks like a predictions file" in e.problem
+
+
+def test_predictions_line_among_eval_items_names_its_item(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "qa.json", [qa("1", "Q1"), {"qid": "2", "q": "Q2", "answer": "A"}])
+    e = load_error(path)
+    assert (e.where, e.field) == ("item 1", "answer")
+
+
 def test_message_reads_file_where_field_problem(tmp_path: Path) -> None:
     path = write_json(tmp_path / "qa.json", [qa("1", "Q", answerable=1)])
     e = load_error(path)

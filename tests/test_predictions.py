@@ -1,15 +1,24 @@
-"""Predictions JSONL (SPEC §6): loading, validation and matching to cases."""
+"""Predictions JSONL (SPEC §6): validation, streaming match to cases, and the dev-subset filter."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ragtrack.errors import InputError
-from ragtrack.predictions import PredictionRecord, load_predictions, match_predictions, parse_prediction
+from ragtrack.predictions import (
+    UNMATCHED_KEYS_LIMIT,
+    PredictionRecord,
+    filter_prediction_file,
+    match_prediction_file,
+    parse_prediction,
+)
 from ragtrack.types import EvalCase, Generation
 
 CASES = [
@@ -25,12 +34,8 @@ def write_lines(path: Path, rows: list[Any]) -> Path:
     return path
 
 
-def records(tmp_path: Path, rows: list[Any]) -> list[PredictionRecord]:
-    return load_predictions(write_lines(tmp_path / "preds.jsonl", rows))
-
-
-def match(tmp_path: Path, rows: list[Any]) -> Generation:
-    return match_predictions(CASES, records(tmp_path, rows))
+def match(tmp_path: Path, rows: list[Any], **kw: Any) -> Generation:
+    return match_prediction_file(write_lines(tmp_path / "preds.jsonl", rows), CASES, **kw)
 
 
 def answers(gen: Generation) -> dict[str, str]:
@@ -41,12 +46,15 @@ def one(obj: Any) -> PredictionRecord:
     return parse_prediction(obj, "preds.jsonl", "line 1")
 
 
-def load_error(tmp_path: Path, rows: list[Any]) -> InputError:
-    path = write_lines(tmp_path / "preds.jsonl", rows)
+def file_error(path: Path) -> InputError:
     with pytest.raises(InputError) as ei:
-        load_predictions(path)
+        match_prediction_file(path, CASES)
     assert ei.value.file == str(path)
     return ei.value
+
+
+def load_error(tmp_path: Path, rows: list[Any]) -> InputError:
+    return file_error(write_lines(tmp_path / "preds.jsonl", rows))
 
 
 # ---------------------------------------------------------------- matching
@@ -144,7 +152,7 @@ def test_bare_string_context_has_text_and_no_source_path() -> None:
 
 
 def test_integer_context_id_becomes_string() -> None:
-    c = one({"id": "1", "contexts": [{"text": "T", "id": 4}]}).prediction.contexts[0]
+    c = one({"id": "1", "answer": "", "contexts": [{"text": "T", "id": 4}]}).prediction.contexts[0]
     assert c.id == "4"
 
 
@@ -157,12 +165,8 @@ def test_non_list_citations_treated_as_absent(value: Any) -> None:
     assert one({"id": "1", "answer": "a", "citations": value}).prediction.citations is None
 
 
-def test_null_answer_becomes_empty_string() -> None:
-    assert one({"id": "1", "answer": None}).prediction.answer == ""
-
-
-def test_absent_answer_becomes_empty_string() -> None:
-    assert one({"id": "1"}).prediction.answer == ""
+def test_empty_answer_is_kept() -> None:
+    assert one({"id": "1", "answer": ""}).prediction.answer == ""
 
 
 def test_latency_and_usage_kept() -> None:
@@ -171,13 +175,13 @@ def test_latency_and_usage_kept() -> None:
 
 
 def test_blank_lines_ignored(tmp_path: Path) -> None:
-    recs = records(tmp_path, [{"id": "1", "answer": "A"}, "", "   ", {"id": "2", "answer": "B"}])
-    assert [r.key_id for r in recs] == ["1", "2"]
+    gen = match(tmp_path, [{"id": "1", "answer": "A"}, "", "   ", {"id": "2", "answer": "B"}])
+    assert (answers(gen)["1"], answers(gen)["2"], gen.n_unmatched) == ("A", "B", 0)
 
 
 def test_answer_with_unicode_line_separator_loads(tmp_path: Path) -> None:
-    recs = records(tmp_path, [{"id": "1", "answer": "line one\u2028line two"}])
-    assert recs[0].prediction.answer == "line one\u2028line two"
+    gen = match(tmp_path, [{"id": "1", "answer": "line one\u2028line two"}])
+    assert answers(gen)["1"] == "line one\u2028line two"
 
 
 # ---------------------------------------------------------------- errors
@@ -190,7 +194,7 @@ def test_invalid_json_line(tmp_path: Path) -> None:
 
 
 def test_line_not_an_object(tmp_path: Path) -> None:
-    e = load_error(tmp_path, [{"id": "1"}, ["id", "2"]])
+    e = load_error(tmp_path, [{"id": "1", "answer": ""}, ["id", "2"]])
     assert (e.where, e.field) == ("line 2", None)
     assert "object" in str(e)
 
@@ -242,7 +246,227 @@ def test_message_reads_file_line_field_problem(tmp_path: Path) -> None:
 
 
 def test_predictions_file_not_found(tmp_path: Path) -> None:
-    path = tmp_path / "nope.jsonl"
-    with pytest.raises(InputError) as ei:
-        load_predictions(path)
-    assert ei.value.file == str(path) and "not found" in str(ei.value)
+    assert "not found" in str(file_error(tmp_path / "nope.jsonl"))
+
+
+def test_null_answer_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    e = load_error(tmp_path, [{"id": "1", "answer": "A"}, {"id": "2", "answer": None}])
+    assert (e.where, e.field) == ("line 2", "answer")
+    assert str(e) == f'{e.file}: line 2: answer: null; a recorded empty answer is ""'
+
+
+def test_missing_answer_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    e = load_error(tmp_path, [{"id": "1", "contexts": []}])
+    assert str(e) == f'{e.file}: line 1: answer: missing; a recorded empty answer is ""'
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_constant_names_line_and_field(tmp_path: Path, constant: str) -> None:
+    e = load_error(tmp_path, [{"id": "1", "answer": "A"}, "", f'{{"id": "3", "answer": "C", "latency_ms": {constant}}}'])
+    assert str(e) == f"{e.file}: line 3: latency_ms: {constant} is not a JSON number"
+
+
+def test_non_finite_constant_deep_in_a_line_names_its_path(tmp_path: Path) -> None:
+    e = load_error(tmp_path, ['{"id": "1", "answer": "A", "contexts": [{"text": "t"}, {"text": "u", "score": NaN}]}'])
+    assert (e.where, e.field) == ("line 1", "contexts[1].score")
+
+
+def test_number_too_large_for_a_float_is_an_error(tmp_path: Path) -> None:
+    e = load_error(tmp_path, ['{"id": "1", "answer": "A", "usage": {"tokens": 1e400}}'])
+    assert (e.where, e.field) == ("line 1", "usage.tokens")
+    assert "1e400" in e.problem
+
+
+def test_deeply_nested_line_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    e = load_error(tmp_path, [{"id": "1", "answer": "A"}, "[" * 100_000])
+    assert e.where == "line 2" and "nested too deeply" in e.problem
+
+
+def test_directory_is_an_error_with_the_os_reason(tmp_path: Path) -> None:
+    assert str(file_error(tmp_path)) == f"{tmp_path}: cannot read: Is a directory"
+
+
+def test_byte_order_mark_on_first_line_is_tolerated(tmp_path: Path) -> None:
+    path = tmp_path / "preds.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "1", "answer": "A"}).encode() + b"\n")
+    assert answers(match_prediction_file(path, CASES))["1"] == "A"
+
+
+def test_invalid_utf8_names_line_and_file_byte(tmp_path: Path) -> None:
+    path = tmp_path / "preds.jsonl"
+    path.write_bytes(b'{"id": "1", "answer": "A"}\n{"id": "2", "answer": "\xff"}\n')
+    e = file_error(path)
+    assert (e.where, e.problem) == ("line 2", "not UTF-8 text (byte 50)")
+
+
+def test_bad_line_after_every_case_matched_is_still_an_error(tmp_path: Path) -> None:
+    rows = [{"id": c.id, "answer": "x"} for c in CASES] + [{"id": "9", "answer": 1}]
+    assert load_error(tmp_path, rows).where == "line 4"
+
+
+def test_only_carriage_return_is_not_a_line_end(tmp_path: Path) -> None:
+    path = tmp_path / "preds.jsonl"
+    path.write_bytes(b'{"id": "1", "answer": "A"}\r{"id": "2", "answer": "B"}\n')
+    assert "not valid JSON" in str(file_error(path))
+
+
+# ---------------------------------------------------------------- empty files
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n\n"])
+def test_empty_file_is_accepted_with_a_warning(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text(content, encoding="utf-8")
+    gen = match_prediction_file(path, CASES)
+    assert gen.warnings == [f"{path}: no predictions: every case is scored as missing"]
+
+
+def test_empty_file_scores_every_case_as_missing(tmp_path: Path) -> None:
+    gen = match(tmp_path, [])
+    assert (gen.n_missing, gen.missing_ids) == (3, ["1", "2", "3"])
+
+
+def test_file_with_predictions_has_no_warning(tmp_path: Path) -> None:
+    assert match(tmp_path, [{"id": "zz", "answer": ""}]).warnings == []
+
+
+# ---------------------------------------------------------------- streaming record
+
+
+def test_provenance_is_the_sha1_of_the_file_bytes(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "preds.jsonl", [{"id": "1", "answer": "A"}, "", {"id": "zz", "answer": "B"}])
+    gen = match_prediction_file(path, CASES)
+    assert gen.provenance == {"predictions_sha1": hashlib.sha1(path.read_bytes()).hexdigest()}
+
+
+def test_missing_ids_in_case_order(tmp_path: Path) -> None:
+    assert match(tmp_path, [{"id": "2", "answer": "B"}]).missing_ids == ["1", "3"]
+
+
+def test_unmatched_keys_capped_and_all_counted(tmp_path: Path) -> None:
+    n = UNMATCHED_KEYS_LIMIT + 7
+    gen = match(tmp_path, [{"id": f"u{i}", "answer": ""} for i in range(n)])
+    assert (gen.n_unmatched, len(gen.unmatched_keys), gen.unmatched_keys_omitted) == (n, UNMATCHED_KEYS_LIMIT, 7)
+
+
+def test_unmatched_keys_keep_the_first_ones(tmp_path: Path) -> None:
+    gen = match(tmp_path, [{"id": f"u{i}", "answer": ""} for i in range(UNMATCHED_KEYS_LIMIT + 1)])
+    assert gen.unmatched_keys[-1] == f"u{UNMATCHED_KEYS_LIMIT - 1}"
+
+
+def test_long_unmatched_question_is_listed_cut(tmp_path: Path) -> None:
+    gen = match(tmp_path, [{"q": "x" * 10_000, "answer": ""}])
+    assert len(gen.unmatched_keys[0]) < 200
+
+
+# ---------------------------------------------------------------- keep (the dev subset)
+
+
+def test_keep_gives_predictions_only_for_kept_cases(tmp_path: Path) -> None:
+    gen = match(tmp_path, [{"id": "1", "answer": "A"}, {"id": "2", "answer": "B"}], keep={"2", "3"})
+    assert ([p.case_id for p in gen.predictions], gen.missing_ids) == (["2", "3"], ["3"])
+
+
+def test_prediction_outside_keep_is_counted_apart_not_unmatched(tmp_path: Path) -> None:
+    gen = match(tmp_path, [{"id": "1", "answer": "A"}, {"q": "Who founded Lumen?", "answer": "B"}, {"id": "zz", "answer": ""}],
+                keep={"3"})
+    assert (gen.n_outside_subset, gen.n_unmatched) == (2, 1)
+
+
+def test_duplicates_counted_only_for_kept_cases(tmp_path: Path) -> None:
+    rows = [{"id": "1", "answer": "a"}, {"id": "1", "answer": "b"}, {"id": "2", "answer": "c"}, {"id": "2", "answer": "d"}]
+    gen = match(tmp_path, rows, keep={"2"})
+    assert (gen.duplicates_dropped, answers(gen)) == (1, {"2": "d"})
+
+
+# ---------------------------------------------------------------- filter_prediction_file
+
+FILTER_ROWS = [
+    {"id": "1", "answer": "outside"},
+    {"id": "2", "answer": "first"},
+    "",
+    {"q": "Who founded Lumen?", "answer": "second, by text"},
+    {"id": "zz", "answer": "unmatched by id"},
+    {"question": "Not in the set?", "answer": "unmatched by text \u2028 raw"},
+    {"q": "What is the refund period?", "answer": "outside again"},
+]
+
+
+def _counts(gen: Generation) -> tuple[Any, ...]:
+    return (gen.n_missing, gen.missing_ids, gen.n_unmatched, gen.unmatched_keys, gen.duplicates_dropped,
+            [p.model_dump() for p in gen.predictions])
+
+
+def test_filtered_file_scores_like_the_dev_stage(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "src.jsonl", FILTER_ROWS)
+    keep = {"2", "3"}
+    dev = match_prediction_file(src, CASES, keep=keep)
+    dst = tmp_path / "dst.jsonl"
+    filter_prediction_file(src, dst, CASES, keep, dev.provenance["predictions_sha1"])
+    subset = [c for c in CASES if c.id in keep]
+    assert _counts(match_prediction_file(dst, subset)) == _counts(dev)
+
+
+def test_filtered_file_copies_lines_byte_for_byte(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "src.jsonl", FILTER_ROWS)
+    dst = tmp_path / "dst.jsonl"
+    filter_prediction_file(src, dst, CASES, {"2", "3"}, hashlib.sha1(src.read_bytes()).hexdigest())
+    lines = src.read_bytes().split(b"\n")
+    assert dst.read_bytes() == b"".join(lines[i] + b"\n" for i in (1, 3, 4, 5))
+
+
+def test_filter_refuses_a_changed_source(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "src.jsonl", FILTER_ROWS)
+    with pytest.raises(InputError, match="changed during the run") as ei:
+        filter_prediction_file(src, tmp_path / "dst.jsonl", CASES, {"2"}, "0" * 40)
+    assert ei.value.file == str(src)
+
+
+def test_filter_of_a_changed_source_writes_nothing(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "src.jsonl", FILTER_ROWS)
+    with pytest.raises(InputError):
+        filter_prediction_file(src, tmp_path / "dst.jsonl", CASES, {"2"}, "0" * 40)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src.jsonl"]
+
+
+# ---------------------------------------------------------------- memory
+
+MEMORY_PROBE = """
+import resource, sys
+from ragtrack.predictions import match_prediction_file
+from ragtrack.types import EvalCase
+cases = [EvalCase(id=f"c{i}", question=f"Question {i}?") for i in range(5)]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+gen = match_prediction_file(sys.argv[1], cases)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(before, after, gen.n_unmatched, gen.duplicates_dropped)
+"""
+
+
+def test_memory_stays_bounded_by_the_eval_set_not_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    answer = "长答案 long answer " * 120
+    contexts = [{"source_path": f"doc{k}.md", "text": "context text " * 40} for k in range(4)]
+    n = 0
+    with path.open("w", encoding="utf-8") as f:
+        while f.tell() < 60_000_000:
+            f.write(json.dumps({"id": f"c{n % 40}", "answer": answer, "contexts": contexts}, ensure_ascii=False) + "\n")
+            n += 1
+    proc = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(path)], capture_output=True, text=True, check=True)
+    before_kb, after_kb, n_unmatched, duplicates = map(int, proc.stdout.split())
+    assert (n_unmatched, duplicates) == (n - n // 40 * 5 - min(n % 40, 5), n // 40 * 5 + min(n % 40, 5) - 5)
+    assert after_kb - before_kb < 40_000, f"peak grew by {(after_kb - before_kb) // 1024} MB on a 60 MB file"
+
+
+# ---------------------------------------------------------------- the shipped demo
+
+DEMO = Path(__file__).resolve().parent.parent / "experiments" / "demo"
+
+
+@pytest.mark.parametrize("path", sorted((DEMO / "predictions").glob("*.jsonl")), ids=lambda p: p.stem)
+def test_demo_predictions_still_load(path: Path) -> None:
+    from ragtrack.eval_sets import load_eval_set
+
+    es, _ = load_eval_set([DEMO / "questions.json", DEMO / "qaset.json"])
+    gen = match_prediction_file(path, es.cases)
+    assert gen.n_missing <= 1 and gen.warnings == []  # base__v1 leaves one case out on purpose

@@ -52,6 +52,12 @@ def test_missing_prompt_file(tmp_path: Path) -> None:
     assert ei.value.file == str(path) and "not found" in str(ei.value)
 
 
+def test_prompt_path_that_is_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as ei:
+        load_prompt(tmp_path, "v1")
+    assert str(ei.value) == f"{tmp_path}: prompt.path: cannot read: Is a directory"
+
+
 def test_render_fills_question_and_context(tmp_path: Path) -> None:
     text = load_prompt(write(tmp_path / "v1.md", TEMPLATE), "v1").text
     case = EvalCase(id="1", question="退款多久到账？")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 import signal
 
 import pytest
@@ -30,11 +29,6 @@ def test_ctrl_c_is_one_line_without_traceback(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err.strip().splitlines()[-1]) == (130, "ragtrack: interrupted: the run ended KILLED")
     assert "Traceback" not in err
-
-
-def test_terminated_pickles():
-    e = pickle.loads(pickle.dumps(Terminated(signal.SIGTERM)))
-    assert (type(e), e.signum, str(e)) == (Terminated, signal.SIGTERM, "terminated by SIGTERM")
 
 
 def test_exit_codes_follow_the_shell():

@@ -1,6 +1,7 @@
 """The scorer interface and registry.
 
-A scorer is a class registered under a name and a version. It is built from keyword
+A scorer is a class registered under a name and a version, and names the case section it
+reads (`section`: `expected`, `gold` or `reference`). It is built from keyword
 parameters (all logged), scores a whole batch of cases at once and returns one
 `ScorerOutput`. It never raises on malformed model output: it records the problem in a
 per-case `<name>/error` column instead.
@@ -11,14 +12,28 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ragtrack.errors import InputError
 from ragtrack.registry import Component, Params, Registry
-from ragtrack.types import EvalCase, Generation, Prediction, ScorerOutput
+from ragtrack.types import EvalCase, EvalFormat, EvalSet, Generation, Prediction, ScorerOutput
 
-__all__ = ["SCORERS", "Batch", "Scorer", "ScorerParams", "build_scorer", "get_scorer_class", "mean_or_nan", "register_scorer", "scorer_names"]
+__all__ = [
+    "SCORERS",
+    "SECTION_FORMATS",
+    "Batch",
+    "Scorer",
+    "ScorerParams",
+    "Section",
+    "build_scorer",
+    "check_applicable",
+    "get_scorer_class",
+    "mean_or_nan",
+    "register_scorer",
+    "scorer_names",
+]
 
 
 class Batch(BaseModel):
@@ -44,14 +59,43 @@ class Batch(BaseModel):
 ScorerParams = Params  # every scorer's parameter model derives from this
 
 
+# The EvalCase section a scorer reads, and the eval-set format whose items carry it.
+Section = Literal["expected", "gold", "reference"]
+SECTION_FORMATS: dict[str, EvalFormat] = {"expected": "question_v2", "gold": "qaset", "reference": "rag"}
+
+
 class Scorer(Component):
-    """Base class: subclasses set `name`, `version`, `Params` and implement `score`."""
+    """Base class: subclasses set `name`, `version`, `section`, `Params` and implement `score`.
+
+    `section` names the `EvalCase` field the scorer reads (`expected`, `gold` or
+    `reference`); `None` means it needs no ground truth and applies to every case.
+    """
 
     kind: ClassVar[str] = "scorers"
+    section: ClassVar[Section | None] = None
 
     @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:
         """Score every case of the batch this scorer applies to."""
+
+
+def check_applicable(scorers: Sequence[Scorer], eval_set: EvalSet) -> None:
+    """Raise `InputError` for the first scorer that applies to none of the eval set's cases.
+
+    A scorer applies to a case that carries its `section`; one that applies to none
+    would only produce NaN, so asking for it is an error naming the scorer, what it
+    needs and the eval-set files (with their formats), before any work is done.
+    """
+    for s in scorers:
+        if s.section is None or any(getattr(c, s.section) is not None for c in eval_set.cases):
+            continue
+        files = ", ".join(f"{f.path} ({f.format})" for f in eval_set.files)
+        raise InputError(
+            "scorers",
+            f"needs {SECTION_FORMATS[s.section]} items (with `{s.section}`), and no case of the eval set has them; "
+            f"eval-set files: {files}",
+            field=s.name,
+        )
 
 
 def _load_builtin() -> None:

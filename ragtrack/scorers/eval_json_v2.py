@@ -133,6 +133,7 @@ class EvalJsonV2Scorer(Scorer):
 
     name = NAME
     version = "1"
+    section = "expected"
     Params = Params
 
     def score(self, batch: Batch) -> ScorerOutput:

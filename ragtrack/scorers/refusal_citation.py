@@ -4,12 +4,16 @@ Every number equals that of the seed's reference script (seed 004, `eval/score.m
 kept verbatim in `tests/scorers/seed_score_md.py`) on any input the script accepts:
 the refusal test, citation parsing, `phrase_containment` and the five rates below are
 the script's own rules, restated here line for line. Added beyond the script (SPEC §2):
-`compliance`, per-question labels as columns, and the counts `n_unmatched` and
-`duplicates_dropped`. Gates (G1–G5) are evaluated elsewhere, from these metrics.
+`compliance`, `claim_containment_cjk`, per-question labels as columns, and the counts
+`n_missing`, `n_unmatched` and `duplicates_dropped`. Gates (G1–G5) are evaluated
+elsewhere, from these metrics.
 
-Which cases are scored: those with a `gold` section whose prediction is not `missing`
-(the script scores only traces that matched a gold question). A prediction for a case
-without `gold` counts as unmatched, together with the batch's own `n_unmatched`.
+Which cases are scored: every case with a `gold` section. A case without a prediction
+(`missing`) is scored as the empty answer `""` without citations, exactly as the script
+scores the trace `{"q": question, "answer": ""}`, and is marked in the `missing` column,
+so that every scorer of a run shares one denominator (SPEC §6, a **Decision** in
+docs/SPEC.md §2). A prediction for a case without `gold` counts as unmatched, together
+with the batch's own `n_unmatched`.
 """
 
 from __future__ import annotations
@@ -20,9 +24,20 @@ from collections.abc import Sequence
 from pydantic import field_validator
 
 from ragtrack.scorers.base import Batch, Scorer, ScorerParams, register_scorer
+from ragtrack.text import cjk_runs, norm
 from ragtrack.types import CaseScore, Gold, Prediction, ScorerOutput, ScoreValue
 
-__all__ = ["LABELS", "RefusalCitationScorer", "has_citation_list", "is_refusal", "label", "parse_citations", "phrase_containment"]
+__all__ = [
+    "CJK_WINDOW",
+    "LABELS",
+    "RefusalCitationScorer",
+    "cjk_containment",
+    "has_citation_list",
+    "is_refusal",
+    "label",
+    "parse_citations",
+    "phrase_containment",
+]
 
 NAME = "refusal_citation"
 LABELS = ("OK", "REFUSAL_OK", "OVER_REFUSAL", "HALLUCINATION", "ANS_NO_HIT")
@@ -31,6 +46,7 @@ LABELS = ("OK", "REFUSAL_OK", "OVER_REFUSAL", "HALLUCINATION", "ANS_NO_HIT")
 _CIT_RE = re.compile(r"citations\s*:\s*\[([^\]]*)\]", re.IGNORECASE)
 _CIT_SPLIT = re.compile(r"[,\s]+")
 _PHRASE = re.compile(r"[a-z0-9][a-z0-9\-\s]{4,}")
+CJK_WINDOW = 5  # characters of a claim's CJK run that must occur together, as the seed's 5-char phrases
 
 
 class Params(ScorerParams):
@@ -102,6 +118,23 @@ def phrase_containment(gold_claim: str | None, answer: str | None) -> bool:
     return False
 
 
+def cjk_containment(gold_claim: str | None, answer: str | None) -> bool:
+    """SPEC §2 `claim_containment_cjk`: the seed's rule, or a CJK window of the claim in the answer.
+
+    After §0 `norm` of both, a claim is also contained when some `CJK_WINDOW`-character
+    window of one of its CJK runs occurs in the answer. A run shorter than the window is
+    not used (a 2–4 character run such as 退款 is too common to show the claim was made).
+    """
+    if phrase_containment(gold_claim, answer):
+        return True
+    ans = norm(answer)
+    return any(
+        run[i : i + CJK_WINDOW] in ans
+        for run in cjk_runs(norm(gold_claim))
+        for i in range(len(run) - CJK_WINDOW + 1)
+    )
+
+
 def label(answerable: bool, refusal: bool, hit: bool) -> str:
     """The reference's per-question label, same precedence."""
     if answerable and not refusal and hit:
@@ -129,10 +162,11 @@ def _rate(num: int, den: int) -> float:
 
 @register_scorer
 class RefusalCitationScorer(Scorer):
-    """SPEC §2. Scores cases that carry `gold` and have a (non-missing) prediction."""
+    """SPEC §2. Scores every case that carries `gold`; a missing prediction is the empty answer."""
 
     name = NAME
-    version = "1"
+    version = "2"
+    section = "gold"
     Params = Params
 
     def score(self, batch: Batch) -> ScorerOutput:
@@ -144,10 +178,9 @@ class RefusalCitationScorer(Scorer):
         answerable: list[bool] = []
         extra_unmatched = 0
         for case, pred in zip(batch.cases, batch.predictions, strict=True):
-            if pred.missing:
-                continue
             if case.gold is None:
-                extra_unmatched += 1
+                if not pred.missing:
+                    extra_unmatched += 1
                 continue
             rows.append(CaseScore(case_id=case.id, values=self.score_case(case.gold, pred)))
             answerable.append(case.gold.answerable)
@@ -159,15 +192,16 @@ class RefusalCitationScorer(Scorer):
         cits = parse_citations(ans, pred.citations)
         refusal = is_refusal(ans, self.p.refusal_token)
         hit = bool(set(cits) & set(gold.gold_ids))
-        contain = phrase_containment(gold.gold_claim, ans)
         return {
             f"{NAME}/label": label(gold.answerable, refusal, hit),
             f"{NAME}/answered": not refusal,
             f"{NAME}/refusal": refusal,
             f"{NAME}/hit": hit,
-            f"{NAME}/contain": contain,
+            f"{NAME}/contain": phrase_containment(gold.gold_claim, ans),
+            f"{NAME}/contain_cjk": cjk_containment(gold.gold_claim, ans),
             f"{NAME}/has_citations": has_citation_list(ans, pred.citations),
             f"{NAME}/citations": ", ".join(cits),
+            f"{NAME}/missing": pred.missing,
         }
 
     def aggregate(
@@ -189,7 +223,11 @@ class RefusalCitationScorer(Scorer):
             f"{NAME}/claim_containment": _rate(
                 sum(1 for r in pos if not v(r, "refusal") and v(r, "contain")), len(pos)
             ),
+            f"{NAME}/claim_containment_cjk": _rate(
+                sum(1 for r in pos if not v(r, "refusal") and v(r, "contain_cjk")), len(pos)
+            ),
             f"{NAME}/compliance": _rate(sum(1 for r in rows if v(r, "has_citations") or v(r, "refusal")), len(rows)),
+            f"{NAME}/n_missing": float(sum(1 for r in rows if v(r, "missing"))),
             f"{NAME}/n_unmatched": float(n_unmatched),
             f"{NAME}/duplicates_dropped": float(duplicates_dropped),
         }
@@ -209,9 +247,17 @@ class RefusalCitationScorer(Scorer):
             f"- Under-refusal / Hallucination (unanswerable but answered): **{_pct(m[f'{NAME}/under_refusal'])}**",
             f"- Citation hit rate (answerable): **{_pct(m[f'{NAME}/citation_hit_rate'])}**",
             f"- Claim containment (answerable): **{_pct(m[f'{NAME}/claim_containment'])}**",
+            f"- Claim containment, CJK-aware (answerable): **{_pct(m[f'{NAME}/claim_containment_cjk'])}**",
             f"- Compliance (citations list or refusal): **{_pct(m[f'{NAME}/compliance'])}**",
+            f"- Missing traces (scored as empty answers): **{int(m[f'{NAME}/n_missing'])}**",
             f"- Unmatched traces: **{int(m[f'{NAME}/n_unmatched'])}**",
             f"- Duplicates dropped (last trace kept): **{int(m[f'{NAME}/duplicates_dropped'])}**",
+            "",
+            "Claim containment: the share of answerable questions answered (not refused) with an answer that "
+            "contains, case-insensitively, one whole run of 5 or more Latin letters, digits, hyphens and spaces "
+            "of the gold claim (the seed's rule, blind to Chinese). "
+            f"Claim containment, CJK-aware, also counts a claim when any {CJK_WINDOW} consecutive Chinese "
+            "characters of it occur in the answer (both normalised: NFKC, no whitespace, case-folded).",
             "",
             "### Per-question",
             "",

@@ -108,7 +108,7 @@ def test_refusal_token_that_could_never_match_raises_input_error() -> None:
 
 def test_info_logs_name_version_and_params() -> None:
     info = RefusalCitationScorer().info
-    assert (info.name, info.version, info.params) == ("refusal_citation", "1", {"refusal_token": "not in context"})
+    assert (info.name, info.version, info.params) == ("refusal_citation", "2", {"refusal_token": "not in context"})
 
 
 # ---------------------------------------------------------------- citations
@@ -208,6 +208,69 @@ def test_containment_gold_claim_empty_is_false() -> None:
     assert one("anything at all", claim="")["contain"] is False
 
 
+# ---------------------------------------------------------------- CJK-aware containment
+
+
+def test_cjk_claim_contained_by_a_five_character_window() -> None:
+    # The claim's run 退款将在七个工作日内原路退回 shares the window 退款将在七 with the answer.
+    row = one("根据政策，退款将在七个工作日内到账。", claim="退款将在七个工作日内原路退回")
+    assert (row["contain"], row["contain_cjk"]) == (False, True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "claim", "expected"),
+    [
+        # Windows of 月度可用性承诺: 月度可用性, 度可用性承, 可用性承诺.
+        pytest.param("月度可用是关键", "月度可用性承诺", False, id="four-shared-characters-are-not-enough"),
+        pytest.param("我们提供可用性承诺书", "月度可用性承诺", True, id="window-at-the-end-of-a-run"),
+        pytest.param("退款很快", "退款很快", False, id="run-shorter-than-five-is-not-used"),
+        # norm drops the spaces and folds the full-width digits: the claim's run is 服务可用性不低于.
+        pytest.param("服务可用性不低于99.9%", "服务 可用性 不低于 ９９.９%", True, id="runs-taken-after-norm"),
+        # norm("SLA 承诺 99.9% 月度可用性") has the CJK runs 承诺 (too short) and 月度可用性.
+        pytest.param("月度可用性为99.9%", "SLA 承诺 99.9% 月度可用性", True, id="mixed-claim-split-at-latin-text"),
+        pytest.param("退款将在七个工作日内到账", None, False, id="no-claim"),
+    ],
+)
+def test_cjk_containment_rule(answer: str, claim: str | None, expected: bool) -> None:
+    assert one(answer, claim=claim)["contain_cjk"] is expected
+
+
+def test_english_claim_contained_counts_in_both() -> None:
+    row = one("We guarantee 99.9% monthly uptime.", claim="99.9% monthly uptime")
+    assert (row["contain"], row["contain_cjk"]) == (True, True)
+
+
+@pytest.fixture
+def bilingual() -> ScorerOutput:
+    # Answerable: c1 Chinese claim contained (CJK only), c2 English claim contained (both), c3 refused,
+    # c4 answered without the claim. Unanswerable u1 is not in either denominator.
+    return run(
+        [
+            (case("c1", claim="退款将在七个工作日内原路退回"), pred("c1", "退款将在七个工作日内到账")),
+            (case("c2", claim="99.9% monthly uptime"), pred("c2", "99.9% monthly uptime")),
+            (case("c3", claim="退款将在七个工作日内原路退回"), pred("c3", "not in context")),
+            (case("c4", claim="退款将在七个工作日内原路退回"), pred("c4", "请联系客服")),
+            (case("u1", False, claim="退款将在七个工作日内原路退回"), pred("u1", "退款将在七个工作日内到账")),
+        ]
+    )
+
+
+def test_claim_containment_stays_seed_exact(bilingual: ScorerOutput) -> None:
+    assert metric(bilingual, "claim_containment") == 1 / 4
+
+
+def test_claim_containment_cjk_hand_computed(bilingual: ScorerOutput) -> None:
+    assert metric(bilingual, "claim_containment_cjk") == 2 / 4
+
+
+def test_report_gives_both_containments_and_explains_them(bilingual: ScorerOutput) -> None:
+    lines = bilingual.report_md.splitlines()
+    assert "- Claim containment (answerable): **25.0%**" in lines
+    assert "- Claim containment, CJK-aware (answerable): **50.0%**" in lines
+    assert "Claim containment: the share" in bilingual.report_md
+    assert "Claim containment, CJK-aware, also counts" in bilingual.report_md
+
+
 # ---------------------------------------------------------------- labels
 
 
@@ -270,12 +333,13 @@ def test_metrics_are_floats(mixed: ScorerOutput) -> None:
 
 
 def test_metric_names(mixed: ScorerOutput) -> None:
-    names = {"precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "compliance", "n_scored", "n_unmatched", "duplicates_dropped"}
+    names = {"precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "claim_containment_cjk",
+             "compliance", "n_scored", "n_missing", "n_unmatched", "duplicates_dropped"}
     assert set(mixed.metrics) == {f"{N}/{x}" for x in names}
 
 
 def test_case_columns(mixed: ScorerOutput) -> None:
-    cols = {"label", "answered", "refusal", "hit", "contain", "has_citations", "citations"}
+    cols = {"label", "answered", "refusal", "hit", "contain", "contain_cjk", "has_citations", "citations", "missing"}
     assert all(set(c.values) == {f"{N}/{x}" for x in cols} for c in mixed.cases)
 
 
@@ -295,18 +359,39 @@ def test_under_refusal_zero_without_unanswerable_cases() -> None:
     assert metric(out, "under_refusal") == 0.0
 
 
-@pytest.mark.parametrize("name", ["precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "compliance", "n_scored"])
-def test_every_metric_zero_when_nothing_scored(name: str) -> None:
-    out = run([(case("q1"), pred("q1", missing=True))])
+@pytest.mark.parametrize("name", ["precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "compliance"])
+def test_every_rate_zero_for_one_missing_answerable_prediction(name: str) -> None:
+    out = run([(case("q1", claim="seven days"), pred("q1", missing=True))])
     assert metric(out, name) == 0.0
 
 
 # ---------------------------------------------------------------- which cases are scored
 
 
-def test_missing_prediction_is_not_scored() -> None:
-    out = run([(case("q1"), pred("q1", "not in context", missing=True)), (case("q2"), pred("q2", "citations: [p1#1]"))])
-    assert [c.case_id for c in out.cases] == ["q2"]
+def test_missing_prediction_is_scored_and_marked() -> None:
+    out = run([(case("q1"), pred("q1", missing=True)), (case("q2"), pred("q2", "citations: [p1#1]"))])
+    assert [(c.case_id, c.values[f"{N}/missing"]) for c in out.cases] == [("q1", True), ("q2", False)]
+
+
+def test_missing_prediction_is_scored_as_the_empty_answer() -> None:
+    missing = run([(case("q1", False), pred("q1", missing=True))]).cases[0].values
+    empty = run([(case("q1", False), pred("q1", ""))]).cases[0].values
+    assert {**missing, f"{N}/missing": False} == empty
+
+
+def test_missing_unanswerable_prediction_is_a_hallucination_like_the_empty_answer() -> None:
+    out = run([(case("q1", False), pred("q1", missing=True))])
+    assert (out.cases[0].values[f"{N}/label"], metric(out, "under_refusal")) == ("HALLUCINATION", 1.0)
+
+
+def test_missing_predictions_share_the_denominator() -> None:
+    out = run([(case("q1"), pred("q1", missing=True)), (case("q2", gold_ids=["p1#1"]), pred("q2", "citations: [p1#1]"))])
+    assert (metric(out, "n_scored"), metric(out, "n_missing"), metric(out, "citation_hit_rate")) == (2.0, 1.0, 0.5)
+
+
+def test_case_without_gold_and_missing_prediction_is_neither_scored_nor_unmatched() -> None:
+    out = run([(EvalCase(id="x1", question="no gold?"), pred("x1", missing=True)), (case("q1"), pred("q1", "a"))])
+    assert ([c.case_id for c in out.cases], metric(out, "n_unmatched")) == (["q1"], 0.0)
 
 
 def test_missing_prediction_is_not_unmatched() -> None:
@@ -442,6 +527,13 @@ def batch_like_runner(gold_items: list[dict[str, Any]], traces: list[dict[str, A
         )
     predictions = [preds.get(c.id, Prediction(case_id=c.id, missing=True)) for c in cases]
     return Batch(cases=cases, predictions=predictions, n_unmatched=n_unmatched)
+
+
+def with_empty_traces(gold_items: list[dict[str, Any]], traces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The traces plus `{"q": question, "answer": ""}` for each gold question without one: what the
+    reference must be given to score missing predictions as the scorer does (SPEC §6)."""
+    asked = {t.get("q") or t.get("question") or "" for t in traces}
+    return traces + [{"q": g["q"], "answer": ""} for g in gold_items if g["q"] not in asked]
 
 
 def write_inputs(d: Path, gold_items: list[dict[str, Any]], traces: list[dict[str, Any]]) -> tuple[Path, Path]:
@@ -612,10 +704,14 @@ json.dump(out, sys.stdout)
 
 @pytest.fixture(scope="module")
 def random_runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]], str, ScorerOutput]]:
-    """For every seed: gold, traces, the reference's Markdown (one subprocess for all) and our output."""
+    """For every seed: gold, traces, the reference's Markdown (one subprocess for all) and our output.
+
+    Some gold questions get no trace: the scorer sees a missing prediction, and the reference
+    is given an empty-answer trace for it instead (`with_empty_traces`)."""
     root = tmp_path_factory.mktemp("random")
     inputs = [random_input(s) for s in SEEDS]
-    pairs = [[str(p) for p in write_inputs(root / f"s{s}", g, t)] for s, (g, t) in zip(SEEDS, inputs)]
+    filled = [with_empty_traces(g, t) for g, t in inputs]
+    pairs = [[str(p) for p in write_inputs(root / f"s{s}", g, f)] for s, (g, _), f in zip(SEEDS, inputs, filled)]
     (root / "manifest.json").write_text(json.dumps(pairs), encoding="utf8")
     (root / "driver.py").write_text(DRIVER, encoding="utf8")
     proc = subprocess.run(
@@ -626,7 +722,7 @@ def random_runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[list[dic
     )
     mds = json.loads(proc.stdout)
     scorer = RefusalCitationScorer()
-    return [(g, t, md, scorer.score(batch_like_runner(g, t))) for (g, t), md in zip(inputs, mds)]
+    return [(g, f, md, scorer.score(batch_like_runner(g, t))) for (g, t), f, md in zip(inputs, filled, mds)]
 
 
 def test_random_inputs_cover_every_label(random_runs: list[Any]) -> None:
@@ -634,15 +730,16 @@ def test_random_inputs_cover_every_label(random_runs: list[Any]) -> None:
     assert labels == {"OK", "REFUSAL_OK", "OVER_REFUSAL", "HALLUCINATION", "ANS_NO_HIT"}
 
 
-def test_random_inputs_cover_hits_containment_and_unmatched(random_runs: list[Any]) -> None:
+def test_random_inputs_cover_hits_containment_unmatched_and_missing(random_runs: list[Any]) -> None:
     vals = [c.values for *_, out in random_runs for c in out.cases]
     seen = (
         any(v[f"{N}/contain"] for v in vals),
         any(v[f"{N}/hit"] for v in vals),
         any(metric(out, "n_unmatched") for *_, out in random_runs),
         any(not v[f"{N}/has_citations"] for v in vals),
+        any(v[f"{N}/missing"] for v in vals),
     )
-    assert seen == (True, True, True, True)
+    assert seen == (True, True, True, True, True)
 
 
 def test_random_bullets_equal_reference(random_runs: list[Any]) -> None:

@@ -56,7 +56,7 @@ def test_version_stamps_are_params(logged, demo_files):
 def test_scorer_versions_and_parameters_are_params(logged):
     _, run, _, _ = logged
     p = run.data.params
-    assert (p["scorer/eval_json_v2/version"], p["scorer/refusal_citation/version"]) == ("1", "1")
+    assert (p["scorer/eval_json_v2/version"], p["scorer/refusal_citation/version"]) == ("1", "2")
     assert p["scorer/eval_json_v2/jaccard_threshold"] == "0.72"
 
 

@@ -1,0 +1,50 @@
+"""Every exception class ragtrack defines survives pickling (multiprocessing, joblib, Hydra launchers)."""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+import pkgutil
+
+import pytest
+
+import signal
+
+import ragtrack
+from ragtrack.errors import InputError
+from ragtrack.termination import Terminated
+
+# One example of every exception class defined in the package; a new class must add one.
+EXAMPLES: dict[type[BaseException], BaseException] = {
+    InputError: InputError("data/qaset.json", "expected a list", where="item 3", field="gold_ids"),
+    Terminated: Terminated(signal.SIGTERM),
+}
+
+
+def _defined_exception_classes() -> set[type[BaseException]]:
+    found = set()
+    for info in pkgutil.walk_packages(ragtrack.__path__, "ragtrack."):
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__.startswith("ragtrack"):
+                found.add(obj)
+    return found
+
+
+def test_every_exception_class_has_an_example() -> None:
+    assert _defined_exception_classes() == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("error", list(EXAMPLES.values()), ids=lambda e: type(e).__name__)
+def test_exception_survives_pickling(error: BaseException) -> None:
+    back = pickle.loads(pickle.dumps(error))
+    assert (type(back), str(back), vars(back)) == (type(error), str(error), vars(error))
+
+
+def test_input_error_without_where_and_field_survives_pickling() -> None:
+    back = pickle.loads(pickle.dumps(InputError("f", "p")))
+    assert (str(back), back.file, back.problem, back.where, back.field) == ("f: p", "f", "p", None, None)
+
+
+def test_input_error_message_names_file_where_field_problem() -> None:
+    assert str(EXAMPLES[InputError]) == "data/qaset.json: item 3: gold_ids: expected a list"
