@@ -158,6 +158,7 @@ def execute_stage(stage: Stage) -> RunResult:
         n_missing=generation.n_missing,
         n_unmatched=generation.n_unmatched,
         duplicates_dropped=generation.duplicates_dropped,
+        n_outside_subset=generation.n_outside_subset,
         missing_ids=generation.missing_ids,
         unmatched_keys=generation.unmatched_keys,
     )
@@ -189,7 +190,6 @@ def score(
         "predictions/n_missing": float(generation.n_missing),
         "predictions/n_unmatched": float(generation.n_unmatched),
         "predictions/duplicates_dropped": float(generation.duplicates_dropped),
-        "predictions/n_outside_subset": float(generation.n_outside_subset),
     }
     for out in outputs:
         metrics.update(out.metrics)

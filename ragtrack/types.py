@@ -287,6 +287,7 @@ class RunManifest(_Frozen):
     n_missing: int
     n_unmatched: int
     duplicates_dropped: int
+    n_outside_subset: int  # dev stage: predictions for cases of the full set outside the subset (not scored, not unmatched)
     missing_ids: list[str]  # cases without a prediction (scored as empty answers)
     unmatched_keys: list[str]  # predictions matching no case: their id, or q=<question>
     tracking: TrackingRecord | None = None

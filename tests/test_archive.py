@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,55 @@ def test_dev_stage_archives_its_subset_file(demo_files, tmp_path):
     m = write_archive(result, tmp_path / "archive")
     archived = json.loads((tmp_path / "archive" / m.eval_files[0].artifact_path).read_text(encoding="utf-8"))
     assert [item["id"] for item in archived] == [c.id for c in result.eval_set.cases if c.expected is not None]
+
+
+# ------------------------------------------------------------------ re-scoring from the artifacts alone
+
+
+def _rescore(client, run, dest, capsys) -> dict[str, float | None]:
+    """Download the run's artifacts and `ragtrack score --config` the archived files, as a user would."""
+    from ragtrack.cli import main
+
+    local = Path(client.download_artifacts(run.info.run_id, "", str(dest)))
+    m = json.loads((local / "manifest.json").read_text(encoding="utf-8"))
+    args = ["score", "--config", str(local / "config.yaml"), "--json",
+            "--predictions", str(local / m["predictions_artifact_path"])]
+    for f in m["eval_files"]:
+        args += ["--eval-set", str(local / f["artifact_path"])]
+    capsys.readouterr()
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)["metrics"]
+
+
+def _logged(run) -> dict[str, float]:
+    return {k: v for k, v in run.data.metrics.items() if not k.startswith("timing/")}
+
+
+def test_rescore_from_artifacts_equals_logged_metrics(demo_files, tmp_path, capsys):
+    from mlflow.tracking import MlflowClient
+
+    from ragtrack.hydra_app import execute
+
+    same = _same_named(demo_files, tmp_path)
+    cfg = make_config(demo_files, predictions="bad", eval_set=same.eval_set.model_dump())
+    execute(cfg)
+    client = MlflowClient(cfg.tracking.uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    rescored = _rescore(client, run, tmp_path / "dl", capsys)
+    assert {k: v for k, v in rescored.items() if v is not None} == _logged(run)
+
+
+def test_rescore_of_a_dev_stage_equals_its_logged_metrics(demo_files, tmp_path, capsys):
+    from mlflow.tracking import MlflowClient
+
+    from ragtrack.hydra_app import execute
+
+    # seed 4 draws a1 and a2: u1's prediction lies outside the subset, zz's matches no case
+    cfg = make_config(demo_files, predictions="bad", stages={"enabled": True, "dev_n": 2, "dev_seed": 4})
+    execute(cfg)
+    client = MlflowClient(cfg.tracking.uri)
+    runs = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    (dev,) = [r for r in runs if r.data.tags["ragtrack.stage"] == "dev"]
+    rescored = _rescore(client, dev, tmp_path / "dl", capsys)
+    assert dev.data.metrics["predictions/n_unmatched"] == 1.0
+    assert {k: v for k, v in rescored.items() if v is not None} == _logged(dev)
