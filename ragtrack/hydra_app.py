@@ -25,7 +25,7 @@ from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 from ragtrack.redact import redact_overrides, redact_text
 from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV
-from ragtrack.termination import handle_termination, watch_parent
+from ragtrack.termination import exit_if_orphaned, handle_termination, watch_parent
 
 if TYPE_CHECKING:
     from ragtrack.types import RunResult
@@ -108,16 +108,19 @@ def main(cfg: DictConfig) -> float | None:
     tags = {"ragtrack.hydra_overrides": " ".join(redact_overrides(hc.overrides.task))[:5000]}
     if in_sweep:
         tags["ragtrack.sweep_job"] = str(hc.job.num)
-    with handle_termination():
-        container = OmegaConf.to_container(cfg, resolve=True)
-        assert isinstance(container, dict)
-        try:
-            run_cfg = RunConfig.from_container(container)
-            results = execute(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV), tags=tags)
-        except Exception as e:
-            if in_sweep:
-                raise  # the sweeper reports each failed job in one line and counts it
-            _report_failure(e)
+    try:
+        with handle_termination():
+            container = OmegaConf.to_container(cfg, resolve=True)
+            assert isinstance(container, dict)
+            try:
+                run_cfg = RunConfig.from_container(container)
+                results = execute(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV), tags=tags)
+            except Exception as e:
+                if in_sweep:
+                    raise  # the sweeper reports each failed job in one line and counts it
+                _report_failure(e)
+    finally:
+        exit_if_orphaned()
     _summary(run_cfg, results)
     return results[-1].metrics.get("gate/all")
 

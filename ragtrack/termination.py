@@ -13,6 +13,7 @@ SIGKILL cannot be caught: runs of a process that vanished are reaped later (see
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "exit_code", "handle_termination", "watch_parent"]
+__all__ = ["Terminated", "exit_code", "exit_if_orphaned", "handle_termination", "watch_parent"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -47,6 +48,8 @@ def exit_code(error: BaseException) -> int:
 
 _state = threading.local()
 _watching = False  # one watcher per worker process, however many jobs it runs
+_orphaned = threading.Event()
+_ORPHAN_GRACE_S = 60.0  # time an orphaned worker gets to end its run before it exits regardless
 
 
 @contextmanager
@@ -86,7 +89,8 @@ def watch_parent(interval_s: float = 1.0) -> None:
     """In a worker process: SIGTERM ourselves when the parent process dies (we get re-parented).
 
     A sweep's launching process that is SIGKILLed cannot stop its workers; with this, each
-    worker ends its own run KILLED instead of working on under a dead sweep.
+    worker ends its own run KILLED instead of working on under a dead sweep, then exits
+    (`exit_if_orphaned`; after a grace period the watcher exits the process itself).
     """
     global _watching
     if _watching:
@@ -95,10 +99,18 @@ def watch_parent(interval_s: float = 1.0) -> None:
     parent = os.getppid()
 
     def watch() -> None:
-        while True:
+        while os.getppid() == parent:
             threading.Event().wait(interval_s)
-            if os.getppid() != parent:
-                os.kill(os.getpid(), signal.SIGTERM)
-                return
+        _orphaned.set()
+        os.kill(os.getpid(), signal.SIGTERM)
+        threading.Event().wait(_ORPHAN_GRACE_S)
+        os._exit(128 + signal.SIGTERM)
 
     threading.Thread(target=watch, name="ragtrack-parent-watch", daemon=True).start()
+
+
+def exit_if_orphaned() -> None:
+    """After a job: a worker whose parent died exits now (its pool would keep it waiting for work)."""
+    if _orphaned.is_set():
+        logging.shutdown()
+        os._exit(128 + signal.SIGTERM)

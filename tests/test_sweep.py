@@ -54,3 +54,18 @@ def test_sigterm_stops_a_joblib_sweep_and_ends_every_run_killed(tmp_path):
     assert proc.returncode == 143, err
     assert statuses == {"sweep": ["KILLED"], "full": ["KILLED", "KILLED"]}
     assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_workers_stop_when_the_launcher_is_sigkilled_and_nothing_stays_running(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    markers = tmp_path / "started"
+    proc = start_slow(["run", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "adapter=base,lora_a",
+                       f"tracking.uri={uri}"], markers)
+    wait_for(markers_at_least(markers, 2), what="both jobs to start")
+    workers = [psutil.Process(int(p.name)) for p in markers.iterdir()]
+    proc.kill()  # the launcher only: SIGKILL cannot be passed on
+    proc.wait(timeout=30)
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    run(["run", "adapter=lora_b", "prompt=v2", f"tracking.uri={uri}"])  # any later command on the store
+    statuses = {stage: sorted(r.info.status for r in rs) for stage, rs in _by_stage(uri).items()}
+    assert alive == [] and statuses == {"sweep": ["KILLED"], "full": ["FINISHED", "KILLED", "KILLED"]}
