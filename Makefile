@@ -28,4 +28,5 @@ bench: $(STAMP)  ## the benchmarks in bench/
 	$(BIN)/python bench/bench_run.py
 
 ui: $(STAMP)  ## the MLflow UI on the demo's store
+	@echo "open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning  (the runs view, not the GenAI one)"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
