@@ -1,6 +1,7 @@
 """Everything that talks to MLflow lives in this package; no other ragtrack module imports mlflow.
 
 `sink`: one job's stages as MLflow runs (params, metrics, dataset inputs, artifacts).
+`store`: opening a store that several processes share (locked migration, WAL) and race-safe dataset inputs.
 """
 
 from ragtrack.tracking.sink import (

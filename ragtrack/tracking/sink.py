@@ -29,6 +29,7 @@ from ragtrack.config import RunConfig
 from ragtrack.hashing import canonical_json
 from ragtrack.report import render_report, render_scorer_report
 from ragtrack.results import cases_frame, prediction_lines
+from ragtrack.tracking.store import log_inputs_idempotent, open_client
 from ragtrack.types import RunResult
 
 __all__ = ["MlflowSink", "default_tracking_uri", "flat_params", "resolve_tracking_uri", "start_sweep_parent", "end_run", "end_sweep_parent"]
@@ -145,7 +146,7 @@ class MlflowSink:
     ) -> None:
         self.cfg = cfg
         self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
+        self.client = open_client(uri)
         project_run = _project_run_id()
         if parent_run_id is None and project_run:
             # Launched by `mlflow run`: nest under its run, in its experiment.
@@ -225,7 +226,7 @@ class MlflowSink:
                 InputTag("ragtrack.format", f.format),
             ]
             inputs.append(DatasetInput(ds, tags))
-        self.client.log_inputs(run_id, datasets=inputs)
+        log_inputs_idempotent(self.client, run_id, inputs)
 
     def _log_artifacts(self, run_id: str, result: RunResult) -> None:
         m = result.manifest
@@ -263,7 +264,7 @@ def _project_run_id() -> str | None:
 
 def start_sweep_parent(uri: str, experiment: str, name: str, tags: Mapping[str, str]) -> str:
     """Create the parent run that groups a Hydra sweep's jobs; returns its id."""
-    client = MlflowClient(tracking_uri=uri)
+    client = open_client(uri)
     tags = {"ragtrack.stage": "sweep", **tags}
     if project_run := _project_run_id():
         exp_id = client.get_run(project_run).info.experiment_id
@@ -276,7 +277,7 @@ def start_sweep_parent(uri: str, experiment: str, name: str, tags: Mapping[str, 
 
 def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int) -> None:
     """End a sweep's parent run, recording how many of its jobs failed."""
-    client = MlflowClient(tracking_uri=uri)
+    client = open_client(uri)
     client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
     client.set_terminated(run_id, status)
 
