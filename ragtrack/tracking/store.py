@@ -19,13 +19,13 @@ API, so it works the same against a REST server backed by PostgreSQL.
 
 SQLite locking, as measured (bench/contention_store.py: 8 and 16 processes writing runs
 flat out, WAL and rollback journal alike): no call failed with "database is locked",
-and the slowest waited under 5 s. MLflow sets `busy_timeout=20000` on every session,
+and the slowest waited under 6 s. MLflow sets `busy_timeout=20000` on every session,
 and its engine keeps pysqlite's legacy transactions, which send BEGIN just before the
 first INSERT/UPDATE/DELETE: a session's reads run outside its write transaction, so a
 writer waits in the busy handler instead of hitting the immediate SQLITE_BUSY that a
 deferred read-then-write transaction gets (which no timeout can fix). Should MLflow or
 SQLAlchemy start a transaction before the first read, that is the moment to add
-`BEGIN IMMEDIATE`. WAL is still worth setting: the same load ran in 47 s against 76 s.
+`BEGIN IMMEDIATE`. WAL is still worth setting: the same load took 32-48 s against 42-76 s.
 """
 
 from __future__ import annotations
