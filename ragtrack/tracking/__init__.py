@@ -1,6 +1,9 @@
 """Everything that talks to MLflow lives in this package; no other ragtrack module imports mlflow.
 
 `sink`: one job's stages as MLflow runs (params, metrics, dataset inputs, artifacts).
+`session`: connecting a command to a store (and reaping its dead runs), choosing a run's experiment.
+`reaper`: runs left RUNNING by processes that are gone.
+`store`: opening a store that several processes share (locked migration, WAL) and race-safe dataset inputs.
 """
 
 from ragtrack.tracking.sink import (

@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.tracking.reaper import reap_dead_runs
+from ragtrack.tracking.store import open_client
 
 __all__ = ["EXPERIMENT_KIND_TAG", "Placement", "artifact_root", "connect", "place_run", "project_run_id"]
 
@@ -26,10 +27,10 @@ _connected: dict[str, MlflowClient] = {}
 
 
 def connect(uri: str) -> MlflowClient:
-    """A client for `uri`; the first call per process also reaps this host's dead runs there."""
+    """A client for `uri` (opened safely, see `store`); the first call per process also reaps this host's dead runs there."""
     client = _connected.get(uri)
     if client is None:
-        client = MlflowClient(tracking_uri=uri)
+        client = open_client(uri)
         reap_dead_runs(client)
         _connected[uri] = client
     return client

@@ -39,6 +39,7 @@ from ragtrack.results import cases_frame
 from ragtrack.termination import Terminated
 from ragtrack.tracking.reaper import process_tags
 from ragtrack.tracking.session import Placement, connect, place_run
+from ragtrack.tracking.store import log_inputs_idempotent
 from ragtrack.types import RunResult, TrackingRecord
 
 __all__ = [
@@ -248,7 +249,7 @@ class MlflowSink:
                 InputTag("ragtrack.format", f.format),
             ]
             inputs.append(DatasetInput(ds, tags))
-        self.client.log_inputs(run_id, datasets=inputs)
+        log_inputs_idempotent(self.client, run_id, inputs)
 
     def _log_artifacts(self, run_id: str, result: RunResult, record: TrackingRecord) -> None:
         tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
