@@ -122,7 +122,7 @@ def main() -> int:
     n = args.procs * args.runs
     print(f"journal={args.journal}{', plain log_inputs' if args.plain_inputs else ''}: {args.procs} processes x {args.runs} runs = {n} runs ({n * 6} write calls) in {wall:.1f} s; "
           f"FINISHED {finished}/{n}; dataset rows {datasets} (expected {args.runs}), inputs {inputs}/{n}")
-    print(f"  failed calls: " + ", ".join(f"{k} {v}" for k, v in total.items())
+    print("  failed calls: " + ", ".join(f"{k} {v}" for k, v in total.items())
           + f"; slowest call {max(r['slowest_s'] for r in results):.2f} s")
     for r in results:
         for kind, text in r["examples"].items():

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "exit_code", "exit_if_orphaned", "handle_termination", "watch_parent"]
+__all__ = ["Terminated", "deferred", "exit_code", "exit_if_orphaned", "handle_termination", "watch_parent"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -71,9 +71,10 @@ def handle_termination(before_raise: Callable[[int], None] | None = None) -> Ite
         fired.append(signum)
         if before_raise is not None:
             before_raise(signum)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(signum)
+        if getattr(_state, "deferring", False):
+            _state.pending = signum  # raised when the `deferred()` block ends
+            return
+        _raise_for(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in SIGNALS}
     _state.active = True
@@ -83,6 +84,32 @@ def handle_termination(before_raise: Callable[[int], None] | None = None) -> Ite
         _state.active = False
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _raise_for(signum: int) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A signal that arrives inside the block is raised when it ends, not in the middle.
+
+    For the few writes that must not be cut in half, such as marking a run FINISHED: the
+    run is then ended, and the signal still ends the process.
+    """
+    if getattr(_state, "deferring", False):
+        yield
+        return
+    _state.deferring, _state.pending = True, None
+    try:
+        yield
+    finally:
+        _state.deferring = False
+        pending, _state.pending = _state.pending, None
+        if pending is not None:
+            _raise_for(pending)
 
 
 def watch_parent(interval_s: float = 1.0) -> None:

@@ -41,13 +41,18 @@ def test_bad_input_job_under_joblib_is_reported_not_fatal(tmp_path):
     assert "failed: InputError: nope.jsonl: file not found" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_sigterm_stops_a_joblib_sweep_and_ends_every_run_killed(tmp_path):
+def _two_slow_jobs_under_way(tmp_path):
+    """A joblib sweep of two `slow` jobs, both started: (launcher process, store uri, worker processes)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     markers = tmp_path / "started"
     proc = start_slow(["run", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "adapter=base,lora_a",
                        f"tracking.uri={uri}"], markers)
     wait_for(markers_at_least(markers, 2), what="both jobs to start")
-    workers = psutil.Process(proc.pid).children(recursive=True)
+    return proc, uri, [psutil.Process(int(p.name)) for p in markers.iterdir()]
+
+
+def test_sigterm_stops_a_joblib_sweep_and_ends_every_run_killed(tmp_path):
+    proc, uri, workers = _two_slow_jobs_under_way(tmp_path)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=90)
     statuses = {stage: sorted(r.info.status for r in rs) for stage, rs in _by_stage(uri).items()}
@@ -57,12 +62,7 @@ def test_sigterm_stops_a_joblib_sweep_and_ends_every_run_killed(tmp_path):
 
 
 def test_workers_stop_when_the_launcher_is_sigkilled_and_nothing_stays_running(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    markers = tmp_path / "started"
-    proc = start_slow(["run", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "adapter=base,lora_a",
-                       f"tracking.uri={uri}"], markers)
-    wait_for(markers_at_least(markers, 2), what="both jobs to start")
-    workers = [psutil.Process(int(p.name)) for p in markers.iterdir()]
+    proc, uri, workers = _two_slow_jobs_under_way(tmp_path)
     proc.kill()  # the launcher only: SIGKILL cannot be passed on
     proc.wait(timeout=30)
     _, alive = psutil.wait_procs(workers, timeout=30)

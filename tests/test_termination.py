@@ -63,3 +63,17 @@ def test_handlers_are_restored_after_the_block():
     with handle_termination():
         pass
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_signal_inside_a_deferred_block_is_raised_when_it_ends():
+    import os
+
+    from ragtrack.termination import deferred
+
+    done = []
+    with pytest.raises(Terminated), handle_termination():
+        with deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 1)
+            done.append("the block ran to its end")
+    assert done == ["the block ran to its end"]

@@ -32,11 +32,12 @@ from mlflow.tracking import MlflowClient
 
 from ragtrack.archive import write_archive
 from ragtrack.config import RunConfig
+from ragtrack.errors import InputError
 from ragtrack.hashing import canonical_json
 from ragtrack.redact import redact, redact_text
 from ragtrack.report import render_report, render_scorer_report
 from ragtrack.results import cases_frame
-from ragtrack.termination import Terminated
+from ragtrack.termination import Terminated, deferred
 from ragtrack.tracking.reaper import process_tags
 from ragtrack.tracking.session import Placement, connect, place_run
 from ragtrack.tracking.store import log_inputs_idempotent
@@ -126,24 +127,22 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 def end_run(client: MlflowClient, run_id: str, error: BaseException | None) -> None:
-    """FINISHED, FAILED (with the error as a tag) or KILLED (Ctrl-C, SIGTERM, SIGHUP)."""
-    if error is None:
-        client.set_terminated(run_id, "FINISHED")
-        return
-    status = "KILLED" if isinstance(error, (KeyboardInterrupt, Terminated)) else "FAILED"
-    try:
-        text = f"{type(error).__name__}: {error}"
-        if status == "FAILED" and not _is_input_error(error):
-            text += "\n" + "".join(traceback.format_exception(error)[-6:])
-        client.set_tag(run_id, "ragtrack.error", redact_text(text)[:MAX_TAG_VALUE])
-    finally:
-        client.set_terminated(run_id, status)
+    """FINISHED, FAILED (with the error as a tag) or KILLED (Ctrl-C, SIGTERM, SIGHUP).
 
-
-def _is_input_error(error: BaseException) -> bool:
-    from ragtrack.errors import InputError
-
-    return isinstance(error, InputError)
+    A signal arriving meanwhile waits until the run is ended (see `termination.deferred`).
+    """
+    with deferred():
+        if error is None:
+            client.set_terminated(run_id, "FINISHED")
+            return
+        status = "KILLED" if isinstance(error, (KeyboardInterrupt, Terminated)) else "FAILED"
+        try:
+            text = f"{type(error).__name__}: {error}"
+            if status == "FAILED" and not isinstance(error, InputError):
+                text += "\n" + "".join(traceback.format_exception(error)[-6:])
+            client.set_tag(run_id, "ragtrack.error", redact_text(text)[:MAX_TAG_VALUE])
+        finally:
+            client.set_terminated(run_id, status)
 
 
 class MlflowSink:
@@ -291,18 +290,19 @@ def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, er
     """End a sweep's parent run, recording how many of its jobs failed.
 
     A sweep that did not finish (killed, or its launcher failed) also ends its children that
-    are still RUNNING, KILLED: their workers were stopped with it.
+    are still RUNNING, with its own status (KILLED or FAILED): their workers went down with it.
     """
     client = connect(uri)
-    client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
-    if status != "FINISHED" and error is not None:
-        exp_id = client.get_run(run_id).info.experiment_id
-        children = client.search_runs(
-            [exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
-        )
-        for child in children:
-            end_run(client, child.info.run_id, error)
-    if error is not None:
-        end_run(client, run_id, error)
-    else:
-        client.set_terminated(run_id, status)
+    with deferred():
+        client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
+        if status != "FINISHED" and error is not None:
+            exp_id = client.get_run(run_id).info.experiment_id
+            children = client.search_runs(
+                [exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
+            )
+            for child in children:
+                end_run(client, child.info.run_id, error)
+        if error is not None:
+            end_run(client, run_id, error)
+        else:
+            client.set_terminated(run_id, status)

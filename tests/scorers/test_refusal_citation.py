@@ -5,9 +5,7 @@ The reference script is `tests/scorers/seed_score_md.py`, copied verbatim from t
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
 import json
 import random
 import re
