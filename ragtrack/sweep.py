@@ -87,7 +87,7 @@ class TrackedSweeper(Sweeper):
                 for job_overrides, r in zip(batch, results, strict=True):
                     if r.status == JobStatus.FAILED:
                         failed += 1
-                        varying = redact_overrides(o for o in job_overrides if o not in shared)
+                        varying = redact_overrides([o for o in job_overrides if o not in shared] or job_overrides)
                         # `_return_value`: the `return_value` property would print the raw overrides, then raise
                         log.error("job #%d (%s) failed: %s", total, " ".join(varying), _one_line(r._return_value))
                     total += 1
