@@ -46,8 +46,14 @@ _SHAPES = [
 ]
 _URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@")
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_=\-]{24,}")
-# `key=value`, `key: value`, `"key": "value"` in free text (log lines, override dicts, JSON).
-_PAIR = re.compile(r"""(["']?)([\w.+~/\-]+)\1(=|:\s*)(["']?)([^\s,;{}\[\]"']+)""")
+# Credentials written as pairs in free text: `key=value` (overrides, log lines), `"key": "value"`
+# (JSON), and `{key: value, …}` (an override's dict value). A bare `key: value` in prose
+# ("missing key: source_map") is not a pair.
+_PAIRS = [
+    re.compile(r"""(?<![\w.+~/\-])([\w.+~/\-]+)(=)()([^\s,;{}\[\]"']+)"""),
+    re.compile(r"""["']([\w.\-]+)["'](\s*:\s*)(["']?)([^\s,;{}\[\]"']+)"""),
+    re.compile(r"""(?<=[{,])\s*([\w.\-]+)(\s*:\s*)()([^\s,;{}\[\]"']+)"""),
+]
 _MIN_ENV_SECRET = 6  # shorter environment values ("1", "true") would mask ordinary text
 
 
@@ -86,7 +92,8 @@ def redact_text(text: str) -> str:
     for shape in _SHAPES:
         text = shape.sub(MASK, text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
-    text = _PAIR.sub(lambda m: m.group(0)[: m.start(5) - m.start(0)] + MASK if is_secret_key(m.group(2)) else m.group(0), text)
+    for pair in _PAIRS:
+        text = pair.sub(lambda m: m.group(0)[: m.start(4) - m.start(0)] + MASK if is_secret_key(m.group(1)) else m.group(0), text)
     return _TOKEN_RUN.sub(lambda m: MASK if _looks_random(m.group(0)) else m.group(0), text)
 
 

@@ -120,3 +120,7 @@ def test_canary_reaches_no_console_line(canary_workdir):
 def test_canary_runs_were_logged(canary_workdir):
     work, outputs = canary_workdir
     assert (work / "mlflow.db").exists() and "sweep parent run" in outputs[0]
+
+
+def test_prose_with_the_word_key_is_kept():
+    assert redact_text("schema: missing key: source_map") == "schema: missing key: source_map"
