@@ -23,9 +23,12 @@ demo: $(STAMP)  ## the demo: 3 adapters x 2 prompts, logged to ./mlflow.db
 test: $(STAMP)  ## the test suite
 	$(BIN)/pytest -q
 
-bench: $(STAMP)  ## the benchmarks in bench/
+bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress runs real processes)
 	$(BIN)/python bench/bench_scorers.py
 	$(BIN)/python bench/bench_run.py
+	$(BIN)/python bench/bench_predictions.py
+	$(BIN)/python bench/stress_store.py --trials 5 --sweeps 1
+	$(BIN)/python bench/contention_store.py
 
 ui: $(STAMP)  ## the MLflow UI on the demo's store
 	@echo "open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning  (the runs view, not the GenAI one)"
