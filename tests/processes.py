@@ -19,7 +19,8 @@ SLOW = "generator=callable generator.params.target=tests.generators.sample_fns:s
 def env(**extra: str) -> dict[str, str]:
     """The environment without MLflow/ragtrack variables of the calling process, tests importable."""
     out = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "RAGTRACK_"))}
-    out.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", **extra)
+    out.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    out.update(extra)
     return out
 
 
