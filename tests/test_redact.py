@@ -83,10 +83,10 @@ def _demo_paths() -> list[str]:
     ]
 
 
-@pytest.fixture
-def canary_workdir(tmp_path):
+@pytest.fixture(scope="module")
+def canary_workdir(tmp_path_factory):
     """A working directory after runs and sweeps that carried the canaries every way they can come."""
-    work = tmp_path / "work"
+    work = tmp_path_factory.mktemp("canary") / "work"
     work.mkdir()
     env = {"OPENAI_API_KEY": CANARY_ENV, "TMPDIR": str(work / "tmp")}  # Hydra's folders land under work/ too
     (work / "tmp").mkdir()
