@@ -5,16 +5,15 @@ The same rows feed `ragtrack score --json`, the Parquet artifact and the MLflow 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ragtrack.types import EvalCase, Prediction, RunResult, ScorerOutput, ScoreValue
 
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["case_rows", "cases_frame", "prediction_lines"]
+__all__ = ["case_rows", "cases_frame"]
 
 
 def case_rows(
@@ -49,12 +48,3 @@ def cases_frame(result: RunResult) -> "pandas.DataFrame":
     import pandas as pd
 
     return pd.DataFrame(case_rows(result.eval_set.cases, result.generation.predictions, result.outputs))
-
-
-def prediction_lines(result: RunResult) -> str:
-    """The predictions the scorers saw, as JSONL (missing ones included and marked)."""
-    lines = []
-    for pred in result.generation.predictions:
-        obj: dict[str, Any] = pred.model_dump(mode="json", exclude_none=True)
-        lines.append(json.dumps(obj, ensure_ascii=False))
-    return "\n".join(lines) + "\n"
