@@ -40,8 +40,8 @@ PROMPTS = ("v1", "v2")
 SWEEP_KEY = ("stages.dev_seed", ("0", "1", "2", "3"))  # unused by the single stage: only multiplies the jobs
 EXPERIMENT = "ragtrack-demo"
 ARTIFACTS = {
-    "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml", "predictions.jsonl",
-    "inputs/questions.json", "inputs/qaset.json", "reports/eval_json_v2.md", "reports/refusal_citation.md",
+    "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml",
+    "inputs/0/questions.json", "inputs/1/qaset.json", "reports/eval_json_v2.md", "reports/refusal_citation.md",
 }
 ERROR_LINE = re.compile(r"(Error|Exception|UNIQUE constraint|already exists|duplicate column|expected to match)")
 LOCKED = "database is locked"
@@ -122,7 +122,7 @@ class Trial:
 
 
 def _expected_artifacts(r: RunRow) -> set[str]:
-    return ARTIFACTS | {f"prompt/{r.prompt}.md"}
+    return ARTIFACTS | {f"prompt/{r.prompt}.md", f"predictions/{r.adapter}__{r.prompt}.jsonl"}
 
 
 def _env(root: Path) -> dict[str, str]:
