@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 from ragtrack.redact import redact_overrides, redact_text
-from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV
+from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
 from ragtrack.termination import exit_if_orphaned, handle_termination, watch_parent
 
 if TYPE_CHECKING:
@@ -105,15 +105,13 @@ def main(cfg: DictConfig) -> float | None:
     in_sweep = hc.mode == RunMode.MULTIRUN
     if in_sweep and os.environ.get(SWEEP_PID_ENV, str(os.getpid())) != str(os.getpid()):
         watch_parent()  # a worker process: stop (and end the run KILLED) if the launcher dies
-    tags = {"ragtrack.hydra_overrides": " ".join(redact_overrides(hc.overrides.task))[:5000]}
+    tags = {"ragtrack.hydra_overrides": " ".join(redact_overrides(raw_overrides(hc.overrides.task)))[:5000]}
     if in_sweep:
         tags["ragtrack.sweep_job"] = str(hc.job.num)
     try:
         with handle_termination():
-            container = OmegaConf.to_container(cfg, resolve=True)
-            assert isinstance(container, dict)
             try:
-                run_cfg = RunConfig.from_container(container)
+                run_cfg = RunConfig.from_container(_resolved(cfg))
                 results = execute(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV), tags=tags)
             except Exception as e:
                 if in_sweep:
@@ -123,6 +121,18 @@ def main(cfg: DictConfig) -> float | None:
         exit_if_orphaned()
     _summary(run_cfg, results)
     return results[-1].metrics.get("gate/all")
+
+
+def _resolved(cfg: DictConfig) -> dict[str, Any]:
+    """The config with every interpolation resolved; a broken one is bad input naming the key."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        container = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as e:
+        raise InputError("config", str(e).splitlines()[0], field=getattr(e, "full_key", None)) from None
+    assert isinstance(container, dict)
+    return container
 
 
 def _report_failure(e: Exception) -> None:

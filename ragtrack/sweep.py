@@ -32,11 +32,17 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper"]
+__all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper", "raw_overrides"]
 
 PARENT_RUN_ENV = "RAGTRACK_PARENT_RUN_ID"
 SWEEP_PID_ENV = "RAGTRACK_SWEEP_PID"
 log = logging.getLogger("ragtrack")
+
+
+def raw_overrides(overrides: Any) -> list[str]:
+    """Hydra's override list as typed: iterating it would resolve `${…}` inside the strings."""
+    items = OmegaConf.to_container(overrides, resolve=False) if OmegaConf.is_config(overrides) else overrides
+    return [str(o) for o in items]
 
 
 def _one_line(error: BaseException) -> str:
@@ -75,7 +81,7 @@ class TrackedSweeper(Sweeper):
         batches = BasicSweeper.split_arguments(parser.parse_overrides(grid), self.max_batch_size)
         for batch in batches:  # every job's config composes before anything is tracked
             self.validate_batch_is_legal(batch)
-        sweep_overrides = " ".join(redact_overrides(self.config.hydra.overrides.task))
+        sweep_overrides = " ".join(redact_overrides(raw_overrides(self.config.hydra.overrides.task)))
         parent = _Parent.start(self.config, sweep_overrides)
         os.environ[SWEEP_PID_ENV] = str(os.getpid())
         returns: list[Sequence[JobReturn]] = []
