@@ -8,14 +8,13 @@ place, so that a job, its sweep parent and an enclosing `mlflow run` agree on wh
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.tracking.reaper import reap_dead_runs
-from ragtrack.tracking.store import open_client
+from ragtrack.tracking.store import open_client, sqlite_path
 
 __all__ = ["EXPERIMENT_KIND_TAG", "Placement", "artifact_root", "connect", "place_run", "project_run_id"]
 
@@ -23,24 +22,22 @@ __all__ = ["EXPERIMENT_KIND_TAG", "Placement", "artifact_root", "connect", "plac
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 
-_connected: dict[str, MlflowClient] = {}
+_reaped: set[tuple[int, str]] = set()  # (pid, uri): where this process has reaped already
 
 
 def connect(uri: str) -> MlflowClient:
     """A client for `uri` (opened safely, see `store`); the first call per process also reaps this host's dead runs there."""
-    client = _connected.get(uri)
-    if client is None:
-        client = open_client(uri)
+    client = open_client(uri)
+    if (os.getpid(), uri) not in _reaped:
         reap_dead_runs(client)
-        _connected[uri] = client
+        _reaped.add((os.getpid(), uri))
     return client
 
 
 def artifact_root(uri: str) -> str | None:
     """For a local SQLite store, artifacts go in `mlartifacts/` beside the database."""
-    if uri.startswith("sqlite:///"):
-        return (Path(uri[len("sqlite:///") :].split("?", 1)[0]).parent / "mlartifacts").as_uri()
-    return None
+    db = sqlite_path(uri)
+    return (db.parent / "mlartifacts").as_uri() if db is not None else None
 
 
 def project_run_id() -> str | None:
