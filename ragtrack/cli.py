@@ -226,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (KeyboardInterrupt, Terminated) as e:
         what = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
-        print(f"ragtrack: {what}: the run ended KILLED", file=sys.stderr)
+        tracked = ": the run ended KILLED" if argv[:1] == ["run"] else ""  # only `run` logs to MLflow
+        print(f"ragtrack: {what}{tracked}", file=sys.stderr)
         return exit_code(e)
     _parser().print_help()
     return 0
