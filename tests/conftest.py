@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,13 @@ ANSWER_EXAMPLES = {
         "chunk": "Lumen Cloud guarantees 99.9% monthly uptime for all paid plans.",
     },
 }
+
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every on-disk cache (embeddings, indexes, generations) of the suite, and of the processes it starts, lives under pytest's tmp dirs."""
+    os.environ["RAGTRACK_CACHE_DIR"] = str(tmp_path_factory.mktemp("ragtrack-cache"))
 
 
 def _perfect_answer(qid: str) -> str:
