@@ -1,0 +1,119 @@
+"""The generation cache: every answer an LLM gave, on disk, keyed by what determined it.
+
+**Format: append-only JSONL** (`<cache_dir>/generations.jsonl`, one answer a line), not
+SQLite: each answer is one `os.write` of one whole line on a file opened `O_APPEND`, so
+it reaches the file (the OS page cache) the moment it arrives and survives a `kill -9`
+of the process; the kernel places each such write at the end of the file, so sweep jobs
+sharing one cache need no lock and never interleave their lines. The file is plain text
+a person can grep, and it only grows.
+
+Reading is tolerant: a line that is not a whole, valid entry (a write cut short by a
+crash or a full disk) is skipped and counted, never fatal. A writer that finds the file
+not ending in a newline adds one before its first line, so a torn line cannot swallow
+the next answer.
+
+The key (`request_key`) is the sha256 of the canonical JSON of everything that
+determines an answer: endpoint, model, the rendered messages, the decoding parameters
+and the seed. No credential is part of it, and none is stored: an entry holds the key,
+the model name, the answer text, its token usage, latency and finish reason. Errors are
+never cached: only answers are written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ragtrack.errors import InputError
+from ragtrack.hashing import sha256_json
+
+__all__ = ["CACHE_FILE", "CacheEntry", "GenCache", "request_key"]
+
+CACHE_FILE = "generations.jsonl"
+
+
+class CacheEntry(BaseModel):
+    """One cached answer (what `ChatResult` needs to be rebuilt without a request)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    key: str
+    model: str
+    text: str
+    usage: dict[str, int]
+    latency_ms: float
+    finish_reason: str | None = None
+
+
+def request_key(endpoint: str, model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of endpoint, model, messages and decoding parameters (seed included)."""
+    return sha256_json({"endpoint": endpoint, "model": model, "messages": messages, "params": params})
+
+
+class GenCache:
+    """The cache file of one directory: read once when opened, appended to as answers arrive."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory) / CACHE_FILE
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(str(directory), f"cannot create the cache directory: {e.strerror or e}", field="cache_dir") from None
+        self._entries: dict[str, CacheEntry] = {}
+        self.n_skipped = 0  # lines that were not whole entries (torn writes)
+        self._read()
+        self._fd: int | None = None
+
+    def _read(self) -> None:
+        try:
+            f = self.path.open("rb")
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise InputError(str(self.path), f"cannot read: {e.strerror or e}", field="cache_dir") from None
+        with f:
+            for raw in f:
+                if not raw.strip():
+                    continue
+                try:
+                    entry = CacheEntry.model_validate(json.loads(raw))
+                except (ValueError, ValidationError):
+                    self.n_skipped += 1
+                    continue
+                self._entries.setdefault(entry.key, entry)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> CacheEntry | None:
+        return self._entries.get(key)
+
+    def put(self, entry: CacheEntry) -> None:
+        """Append one answer as one write of one line (see the module docstring)."""
+        line = (json.dumps(entry.model_dump(), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if _ends_torn(self.path):
+                os.write(self._fd, b"\n")  # a crash cut the last line short: keep it from swallowing ours
+        view = memoryview(line)
+        while view:  # a regular file takes the whole line at once; loop only for a short write (disk full)
+            view = view[os.write(self._fd, view) :]
+        self._entries.setdefault(entry.key, entry)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _ends_torn(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"

@@ -1,0 +1,316 @@
+"""The only HTTP client for OpenAI-compatible chat completions (`POST <base_url>/chat/completions`).
+
+Library: **httpx2**, the maintained continuation of httpx (same API; httpx itself has had
+no release since 0.28.1) and already installed with `huggingface_hub`, which
+sentence-transformers needs, so it adds nothing to the environment. It is used through
+`AsyncClient`: asyncio gives the concurrency limit (a semaphore), a per-attempt timeout
+and a total deadline that cover the whole request (`asyncio.timeout`, not only each
+socket read), and clean cancellation: when one call fails for good, or Ctrl-C/SIGTERM
+arrives, the calls in flight are cancelled at once instead of blocking the exit as
+threads would. The `openai` SDK was not chosen because it retries inside the client
+(its own backoff and status rules) where ragtrack must count every attempt and decide
+which status is retried.
+
+Rules, per call:
+- each attempt gets `min(timeout_s, time left)`; the call as a whole (attempts and the
+  waits between them) ends by `deadline_s`;
+- retried (at most `max_retries` times): HTTP 408, 429, 5xx, and connection errors and
+  timeouts. The wait is the server's `Retry-After` when it sends one (seconds or an HTTP
+  date), else exponential backoff from `backoff_s` (doubling, capped at 30 s) with jitter
+  (uniform in [½, 1] of it; seedable). A wait that would pass the deadline ends the call;
+- never retried: every other status. 401/403 raise `LLMAuthError` (the key or its rights
+  are wrong: every other call would fail the same way, so the batch stops at once);
+- a 200 whose body is not JSON, or has no choices, is an `LLMError` (not retried: the
+  server is not an OpenAI-compatible endpoint, or not answering this model).
+
+Every error message names the endpoint and the model, never the key (it is read from the
+environment variable named by `api_key_env`, masked in every message, and only sent in
+the `Authorization` header; without the variable no header is sent, for servers without
+authentication). Token usage and latency are recorded per call and summed per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx2
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragtrack.gencache import CacheEntry, GenCache, request_key
+from ragtrack.redact import MASK, redact_text
+from ragtrack.registry import Params
+
+__all__ = ["BatchStats", "ChatResult", "LLMAuthError", "LLMClient", "LLMError", "LLMSettings", "Message"]
+
+BACKOFF_CAP_S = 30.0
+RETRY_STATUS = frozenset({408, 429})  # and every 5xx
+_EXCERPT = 200  # characters of a reply body quoted in an error
+
+
+class LLMSettings(Params):
+    """Where and how to ask: shared by the `openai` generator and the `rubric_judge` scorer."""
+
+    base_url: str = Field(pattern=r"^https?://\S+$")  # e.g. http://127.0.0.1:8000/v1
+    model: str = Field(min_length=1)
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int | None = Field(None, ge=1)
+    seed: int | None = None
+    concurrency: int = Field(4, ge=1, le=512)
+    timeout_s: float = Field(60.0, gt=0)
+    deadline_s: float = Field(300.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    backoff_s: float = Field(0.5, ge=0)
+    cache_dir: str | None = None  # None: no cache
+
+    def decoding(self) -> dict[str, Any]:
+        """The decoding parameters sent with (and hashed into the cache key of) every request."""
+        out: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            out["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            out["seed"] = self.seed
+        return out
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    content: str
+
+
+class ChatResult(BaseModel):
+    """One answer: its text, token usage, latency of the attempt that answered, and where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    usage: dict[str, int]
+    latency_ms: float
+    finish_reason: str | None = None
+    cached: bool = False
+    attempts: int = 1
+
+
+class BatchStats(BaseModel):
+    """What a batch cost: requests sent, cache use, tokens and latency of the calls made (not the cached)."""
+
+    requests: int = 0  # HTTP attempts, retries included
+    retries: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    latencies_ms: list[float] = Field(default_factory=list)
+
+    def metrics(self, prefix: str) -> dict[str, float]:
+        """`<prefix>/cache_hits`, `/cache_misses`, `/requests`, `/retries`, token sums, latency mean and p95."""
+        out = {f"{prefix}/{k}": float(getattr(self, k)) for k in (
+            "cache_hits", "cache_misses", "requests", "retries", "prompt_tokens", "completion_tokens", "total_tokens")}
+        if self.latencies_ms:
+            ordered = sorted(self.latencies_ms)
+            out[f"{prefix}/latency_ms_mean"] = math.fsum(ordered) / len(ordered)
+            out[f"{prefix}/latency_ms_p95"] = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+        return out
+
+
+class LLMError(RuntimeError):
+    """A call that failed for good; the message names endpoint and model, never the key."""
+
+    def __init__(self, endpoint: str, model: str, problem: str, *, secret: str | None = None) -> None:
+        text = f"{endpoint} (model {model!r}): {problem}"
+        if secret:
+            text = text.replace(secret, MASK)
+        super().__init__(redact_text(text))
+
+
+class LLMAuthError(LLMError):
+    """401/403: the key is missing, wrong or lacks rights. Retrying cannot help; the run stops."""
+
+
+class _Retryable(Exception):
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.retry_after = retry_after
+
+
+def _excerpt(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip().replace("\n", " ")
+    return repr(text[:_EXCERPT] + ("…" if len(text) > _EXCERPT else ""))
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """`Retry-After` in seconds: a number of seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+class LLMClient:
+    """Chat completions against one endpoint and model, with the retry rules of the module docstring."""
+
+    def __init__(self, settings: LLMSettings, *, jitter_seed: int | None = None) -> None:
+        self.s = settings
+        self.endpoint = settings.base_url.rstrip("/") + "/chat/completions"
+        self._rng = random.Random(jitter_seed)
+        self._key = os.environ.get(settings.api_key_env) or None
+
+    # ------------------------------------------------------------------ requests
+
+    def body(self, messages: Sequence[Message]) -> dict[str, Any]:
+        return {"model": self.s.model, "messages": [m.model_dump() for m in messages], **self.s.decoding()}
+
+    def cache_key(self, messages: Sequence[Message]) -> str:
+        return request_key(self.endpoint, self.s.model, [m.model_dump() for m in messages], self.s.decoding())
+
+    def error(self, problem: str, auth: bool = False) -> LLMError:
+        return (LLMAuthError if auth else LLMError)(self.endpoint, self.s.model, problem, secret=self._key)
+
+    def backoff(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (1-based), jittered."""
+        base = min(BACKOFF_CAP_S, self.s.backoff_s * 2 ** (retry - 1))
+        return base * (0.5 + 0.5 * self._rng.random())
+
+    def complete_all(
+        self, conversations: Sequence[Sequence[Message]], *, cache: GenCache | None = None, desc: str = "llm"
+    ) -> tuple[list[ChatResult], BatchStats]:
+        """Answer every conversation (cache first), at most `concurrency` requests at a time, in input order.
+
+        Each answer is appended to the cache as it arrives. The first call that fails for
+        good cancels the others and raises its `LLMError`; answers already written stay cached.
+        """
+        return asyncio.run(self._complete_all(conversations, cache, desc))
+
+    async def _complete_all(
+        self, conversations: Sequence[Sequence[Message]], cache: GenCache | None, desc: str
+    ) -> tuple[list[ChatResult], BatchStats]:
+        from tqdm import tqdm
+
+        stats = BatchStats()
+        results: list[ChatResult | None] = [None] * len(conversations)
+        keys = [self.cache_key(m) for m in conversations]
+        todo = []
+        for i, key in enumerate(keys):
+            hit = cache.get(key) if cache is not None else None
+            if hit is None:
+                todo.append(i)
+                continue
+            results[i] = ChatResult(text=hit.text, usage=hit.usage, latency_ms=hit.latency_ms,
+                                    finish_reason=hit.finish_reason, cached=True, attempts=0)
+        stats.cache_hits, stats.cache_misses = len(conversations) - len(todo), len(todo)
+        limits = httpx2.Limits(max_connections=self.s.concurrency, max_keepalive_connections=self.s.concurrency)
+        semaphore = asyncio.Semaphore(self.s.concurrency)
+        with tqdm(total=len(conversations), initial=stats.cache_hits, desc=desc, unit="req", file=sys.stderr,
+                  disable=None, dynamic_ncols=True) as bar:
+            # No TLS context for a plain-http endpoint (loading the CA store costs ~0.1 s per batch).
+            verify = self.endpoint.startswith("https://")
+            async with httpx2.AsyncClient(limits=limits, timeout=None, verify=verify) as http:
+
+                failed = asyncio.Event()  # set by the first call that fails for good: no new request starts
+
+                async def one(i: int) -> None:
+                    async with semaphore:
+                        if failed.is_set():
+                            return
+                        try:
+                            result = await self._call(http, conversations[i], stats)
+                        except BaseException:
+                            failed.set()
+                            raise
+                    if cache is not None:
+                        cache.put(CacheEntry(key=keys[i], model=self.s.model, text=result.text, usage=result.usage,
+                                             latency_ms=result.latency_ms, finish_reason=result.finish_reason))
+                    results[i] = result
+                    stats.latencies_ms.append(result.latency_ms)
+                    for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+                        setattr(stats, k, getattr(stats, k) + result.usage.get(k, 0))
+                    bar.update()
+
+                tasks = [asyncio.create_task(one(i)) for i in todo]
+                try:
+                    for done in asyncio.as_completed(tasks):
+                        await done
+                finally:
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+        assert all(r is not None for r in results)
+        return [r for r in results if r is not None], stats
+
+    async def _call(self, http: httpx2.AsyncClient, messages: Sequence[Message], stats: BatchStats) -> ChatResult:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.s.deadline_s
+        body = self.body(messages)
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        attempt = 0
+        while True:
+            attempt += 1
+            budget = min(self.s.timeout_s, deadline - loop.time())
+            stats.requests += 1
+            t0 = time.perf_counter()
+            try:
+                async with asyncio.timeout(budget):
+                    response = await http.post(self.endpoint, json=body, headers=headers)
+                return self._parse(response, (time.perf_counter() - t0) * 1000.0, attempt)
+            except TimeoutError:
+                failure = _Retryable(f"no reply within {budget:.3g} s")
+            except httpx2.TransportError as e:
+                failure = _Retryable(f"{'cannot connect' if isinstance(e, httpx2.ConnectError) else type(e).__name__}: {e}")
+            except _Retryable as e:
+                failure = e
+            if attempt > self.s.max_retries:
+                tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+                raise self.error(f"{failure} (gave up after {tries}; max_retries={self.s.max_retries})")
+            wait = failure.retry_after if failure.retry_after is not None else self.backoff(attempt)
+            if loop.time() + wait >= deadline:
+                raise self.error(f"{failure} (attempt {attempt}; waiting {wait:.3g} s more would pass the deadline of {self.s.deadline_s:g} s)")
+            stats.retries += 1
+            await asyncio.sleep(wait)
+
+    def _parse(self, response: httpx2.Response, latency_ms: float, attempt: int) -> ChatResult:
+        status = response.status_code
+        if status in (401, 403):
+            env = self.s.api_key_env
+            hint = f"${env} is set but rejected" if self._key else f"${env} is not set"
+            raise self.error(f"HTTP {status}: authentication failed ({hint}): {_excerpt(response.content)}", auth=True)
+        if status in RETRY_STATUS or status >= 500:
+            raise _Retryable(f"HTTP {status}: {_excerpt(response.content)}", retry_after_s(response.headers.get("retry-after")))
+        if status != 200:
+            what = " (unknown model or wrong base_url?)" if status == 404 else ""
+            raise self.error(f"HTTP {status}{what}: {_excerpt(response.content)}")
+        try:
+            obj = json.loads(response.content)
+        except (ValueError, UnicodeDecodeError):
+            raise self.error(f"the reply is not JSON: {_excerpt(response.content)}") from None
+        choices = obj.get("choices") if isinstance(obj, dict) else None
+        if not isinstance(choices, list) or not choices:
+            raise self.error(f"the reply has no choices: {_excerpt(response.content)}")
+        first = choices[0]
+        message = first.get("message") if isinstance(first, dict) else None
+        if not isinstance(message, dict) or not isinstance(message.get("content", ""), (str, type(None))):
+            raise self.error(f"choices[0] has no message with text content: {_excerpt(response.content)}")
+        raw_usage = obj.get("usage")
+        usage = {k: v for k, v in raw_usage.items() if isinstance(v, int) and not isinstance(v, bool)} if isinstance(raw_usage, dict) else {}
+        reason = first.get("finish_reason")
+        return ChatResult(text=message.get("content") or "", usage=usage, latency_ms=latency_ms,
+                          finish_reason=reason if isinstance(reason, str) else None, attempts=attempt)
