@@ -34,6 +34,7 @@ class ModelConfig(_Section):
 class AdapterConfig(_Section):
     name: str
     id: str
+    served_model: str | None = None  # the model name a server answers this adapter under (vLLM: one per LoRA)
 
 
 class IndexConfig(_Section):

@@ -35,6 +35,8 @@ __all__ = ["CONF_DIR", "check_overrides", "execute", "main", "run_cli"]
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 DEBUG_ENV = "RAGTRACK_DEBUG"  # set to 1 for the full traceback of a failed run on the console
 log = logging.getLogger("ragtrack")
+# `${coalesce:a,b,…}`: the first value that is not null (conf/generator/openai.yaml: the adapter's served name, else the model id).
+OmegaConf.register_new_resolver("coalesce", lambda *values: next((v for v in values if v is not None), None), replace=True)
 
 
 def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> list[RunResult]:

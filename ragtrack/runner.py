@@ -190,6 +190,7 @@ def score(
         "predictions/n_missing": float(generation.n_missing),
         "predictions/n_unmatched": float(generation.n_unmatched),
         "predictions/duplicates_dropped": float(generation.duplicates_dropped),
+        **generation.metrics,
     }
     for out in outputs:
         metrics.update(out.metrics)

@@ -177,6 +177,7 @@ class Generation(_Frozen):
     provenance: dict[str, str] = Field(default_factory=dict)  # e.g. the replayed file's sha1
     source_path: str | None = None  # the recorded-answers file these predictions were read from (replay)
     warnings: list[str] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)  # the generator's own run metrics (`generator/cache_hits`, ...)
 
     @property
     def unmatched_keys_omitted(self) -> int:

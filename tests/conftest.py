@@ -62,6 +62,11 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 @pytest.fixture
 def demo_files(tmp_path: Path) -> dict[str, Path]:
     """questions.json (question_v2), qaset.json, good/bad predictions, a prompt and an index file."""
+    return write_demo_files(tmp_path)
+
+
+def write_demo_files(tmp_path: Path) -> dict[str, Path]:
+    """The files of `demo_files`, written into `tmp_path` (for fixtures of a wider scope)."""
     questions = [
         {"id": qid, "question": ex["question"], "expected": {"answer_example": ex["answer_example"], "source_map": []}}
         for qid, ex in ANSWER_EXAMPLES.items()

@@ -43,7 +43,7 @@ class Generator(Component):
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register_generator decorators.
-    from ragtrack.generators import callable_fn, replay  # noqa: F401
+    from ragtrack.generators import callable_fn, openai_chat, replay  # noqa: F401
 
 
 GENERATORS: Registry[Generator] = Registry("generator", _load_builtin)

@@ -1,0 +1,131 @@
+"""Generator `openai` against a scripted server on 127.0.0.1: prompts, predictions, cache, run metrics, failures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ragtrack.errors import InputError
+from ragtrack.gencache import GenCache
+from ragtrack.generators import build_generator
+from ragtrack.hydra_app import execute
+from ragtrack.llm import LLMAuthError, LLMError
+from ragtrack.runner import run
+from ragtrack.types import ContextChunk, EvalCase
+from tests.conftest import make_config
+from tests.llm_server import LLMServer, raw, reply, status
+
+CASES = [EvalCase(id="a", question="Q-a?"), EvalCase(id="b", question="Q-b?")]
+
+
+def _params(url: str, tmp_path, **extra) -> dict:
+    return {"base_url": url, "model": "served-a", "cache_dir": str(tmp_path / "cache"), "backoff_s": 0.01,
+            "max_retries": 1, **extra}
+
+
+def _config(demo_files, url: str, **extra):
+    params = _params(url, demo_files["questions"].parent, **extra)
+    return make_config(demo_files, generator={"name": "openai", "params": params})
+
+
+def test_each_case_is_asked_with_its_rendered_prompt(tmp_path):
+    with LLMServer() as srv:
+        build_generator("openai", _params(srv.url, tmp_path)).generate(CASES, "Q: {{question}}")
+    assert [b["messages"] for b in srv.bodies()] == [[{"role": "user", "content": f"Q: Q-{x}?"}] for x in "ab"]
+
+
+def test_predictions_carry_answer_latency_and_usage(tmp_path):
+    with LLMServer() as srv:
+        p = build_generator("openai", _params(srv.url, tmp_path)).generate(CASES, "{{question}}").predictions[0]
+    assert (p.case_id, p.answer, p.usage["total_tokens"], p.latency_ms > 0) == ("a", "ECHO Q-a?", 15, True)
+
+
+def test_only_the_kept_cases_are_asked(tmp_path):
+    with LLMServer() as srv:
+        gen = build_generator("openai", _params(srv.url, tmp_path)).generate(CASES, "{{question}}", keep={"b"})
+    assert ([p.case_id for p in gen.predictions], srv.count) == (["b"], 1)
+
+
+def test_a_retriever_fills_context_and_predictions(tmp_path):
+    gen = build_generator("openai", _params("http://127.0.0.1:1/v1", tmp_path))
+    gen.retriever = lambda case: [ContextChunk(text=f"chunk for {case.id}", source_path="doc.md")]
+    with LLMServer() as srv:
+        gen.p = gen.p.model_copy(update={"base_url": srv.url})
+        p = gen.generate(CASES[:1], "{{context}} | {{question}}").predictions[0]
+    assert (p.answer, p.contexts[0].source_path) == ("ECHO [doc.md]\nchunk for a | Q-a?", "doc.md")
+
+
+def test_run_metrics_count_cache_hits_and_misses(demo_files):
+    with LLMServer() as srv:
+        first = run(_config(demo_files, srv.url))
+        second = run(_config(demo_files, srv.url))
+    hits_misses = [(r.metrics["generator/cache_hits"], r.metrics["generator/cache_misses"]) for r in (first, second)]
+    assert (hits_misses, srv.count) == ([(0.0, 3.0), (3.0, 0.0)], 3)
+
+
+def test_run_metrics_sum_tokens_of_the_calls_made(demo_files):
+    with LLMServer() as srv:
+        m = run(_config(demo_files, srv.url)).metrics
+    assert (m["generator/total_tokens"], m["generator/requests"], m["generator/latency_ms_mean"] > 0) == (45.0, 3.0, True)
+
+
+def test_changing_the_model_misses_every_answer(demo_files):
+    with LLMServer() as srv:
+        run(_config(demo_files, srv.url))
+        m = run(_config(demo_files, srv.url, model="served-b")).metrics
+    assert (m["generator/cache_misses"], srv.count) == (3.0, 6)
+
+
+def test_unknown_parameter_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match=r"generator\.openai: api_key: Extra inputs are not permitted"):
+        build_generator("openai", _params("http://127.0.0.1:1/v1", tmp_path, api_key="x"))
+
+
+def test_base_url_without_scheme_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match=r"base_url: String should match pattern"):
+        build_generator("openai", _params("127.0.0.1:8000/v1", tmp_path))
+
+
+# ------------------------------------------------------------------ failures end the run FAILED
+
+
+def _failed_run(demo_files, script, error, **extra):
+    cfg = _config(demo_files, "", **extra)
+    with LLMServer(script=script) as srv:
+        cfg = cfg.model_copy(update={"generator": cfg.generator.model_copy(update={"params": {**cfg.generator.params, "base_url": srv.url}})})
+        with pytest.raises(error) as info:
+            execute(cfg, base_dir=demo_files["questions"].parent)
+    (r,) = MlflowClient(cfg.tracking.uri).search_runs([MlflowClient(cfg.tracking.uri).get_experiment_by_name("tests").experiment_id])
+    return r, str(info.value), srv
+
+
+@pytest.mark.parametrize("script, error, problem", [
+    ([status(401)], LLMAuthError, "HTTP 401: authentication failed"),
+    ([status(404, {"error": "no such model"})], LLMError, "HTTP 404 (unknown model or wrong base_url?)"),
+    ([raw("<html>hello</html>")], LLMError, "the reply is not JSON"),
+    ([raw('{"choices": []}')], LLMError, "the reply has no choices"),
+    ([status(500)], LLMError, "HTTP 500"),
+])
+def test_a_failing_server_ends_the_run_failed(demo_files, script, error, problem):
+    r, message, srv = _failed_run(demo_files, script, error)
+    assert (r.info.status, problem in message, f"{srv.url}/chat/completions (model 'served-a')" in message) == ("FAILED", True, True)
+
+
+def test_answers_before_the_failure_stay_cached(demo_files):
+    _failed_run(demo_files, [reply("one"), reply("two"), status(500)], LLMError, concurrency=1, max_retries=0)
+    cache = GenCache(demo_files["questions"].parent / "cache")
+    assert sorted(json.loads(line)["text"] for line in cache.path.read_text().splitlines()) == ["one", "two"]
+
+
+def test_archived_answers_replay_as_a_predictions_file(demo_files, tmp_path):
+    from ragtrack.predictions import match_prediction_file
+
+    with LLMServer() as srv:
+        (result,) = execute(_config(demo_files, srv.url), base_dir=demo_files["questions"].parent)
+    client = MlflowClient(_config(demo_files, srv.url).tracking.uri)
+    run_id = client.search_runs([client.get_experiment_by_name("tests").experiment_id])[0].info.run_id
+    path = client.download_artifacts(run_id, "predictions/predictions.jsonl", str(tmp_path))
+    replayed = match_prediction_file(path, result.all_cases).predictions
+    assert [p.model_dump() for p in replayed] == [p.model_dump() for p in result.generation.predictions]
