@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ class GenCache:
         self.n_skipped = 0  # lines that were not whole entries (torn writes)
         self._read()
         self._fd: int | None = None
+        self._lock = threading.Lock()  # the client's worker threads share one cache
 
     def _read(self) -> None:
         try:
@@ -95,19 +97,21 @@ class GenCache:
     def put(self, entry: CacheEntry) -> None:
         """Append one answer as one write of one line (see the module docstring)."""
         line = (json.dumps(entry.model_dump(), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            if _ends_torn(self.path):
-                os.write(self._fd, b"\n")  # a crash cut the last line short: keep it from swallowing ours
-        view = memoryview(line)
-        while view:  # a regular file takes the whole line at once; loop only for a short write (disk full)
-            view = view[os.write(self._fd, view) :]
-        self._entries.setdefault(entry.key, entry)
+        with self._lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                if _ends_torn(self.path):
+                    os.write(self._fd, b"\n")  # a crash cut the last line short: keep it from swallowing ours
+            view = memoryview(line)
+            while view:  # a regular file takes the whole line at once; loop only for a short write (disk full)
+                view = view[os.write(self._fd, view) :]
+            self._entries.setdefault(entry.key, entry)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 def _ends_torn(path: Path) -> bool:

@@ -2,18 +2,21 @@
 
 Library: **httpx2**, the maintained continuation of httpx (same API; httpx itself has had
 no release since 0.28.1) and already installed with `huggingface_hub`, which
-sentence-transformers needs, so it adds nothing to the environment. It is used through
-`AsyncClient`: asyncio gives the concurrency limit (a semaphore), a per-attempt timeout
-and a total deadline that cover the whole request (`asyncio.timeout`, not only each
-socket read), and clean cancellation: when one call fails for good, or Ctrl-C/SIGTERM
-arrives, the calls in flight are cancelled at once instead of blocking the exit as
-threads would. The `openai` SDK was not chosen because it retries inside the client
-(its own backoff and status rules) where ragtrack must count every attempt and decide
-which status is retried.
+sentence-transformers needs, so it adds nothing to the environment. The `openai` SDK was
+not chosen because it retries inside the client (its own backoff and status rules) where
+ragtrack must count every attempt and decide which status is retried.
+
+Concurrency: `concurrency` worker threads share one connection pool (measured on this
+2-core machine, httpx2's sync client costs ~1.5 ms CPU per request against ~2.1 ms for
+its asyncio client, and reaches a higher share of the throughput a server allows; see
+`bench/bench_llm.py`). The workers are daemon threads: when a call fails for good, or
+Ctrl-C/SIGTERM arrives, the batch raises at once, no new request starts, and a request
+still in flight cannot hold the process open.
 
 Rules, per call:
-- each attempt gets `min(timeout_s, time left)`; the call as a whole (attempts and the
-  waits between them) ends by `deadline_s`;
+- each attempt gets `min(timeout_s, time left)`, for connecting, for each socket operation
+  and for the whole reply (read in chunks, checked between them); the call as a whole
+  (attempts and the waits between them) ends by `deadline_s`;
 - retried (at most `max_retries` times): HTTP 408, 429, 5xx, and connection errors and
   timeouts. The wait is the server's `Retry-After` when it sends one (seconds or an HTTP
   date), else exponential backoff from `backoff_s` (doubling, capped at 30 s) with jitter
@@ -31,14 +34,16 @@ authentication). Token usage and latency are recorded per call and summed per ba
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import math
 import os
 import random
+import queue
 import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -113,6 +118,12 @@ class BatchStats(BaseModel):
     completion_tokens: int = 0
     total_tokens: int = 0
     latencies_ms: list[float] = Field(default_factory=list)
+
+    def add(self, result: ChatResult) -> None:
+        """Count a call's latency and token usage."""
+        self.latencies_ms.append(result.latency_ms)
+        for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            setattr(self, k, getattr(self, k) + result.usage.get(k, 0))
 
     def metrics(self, prefix: str) -> dict[str, float]:
         """`<prefix>/cache_hits`, `/cache_misses`, `/requests`, `/retries`, token sums, latency mean and p95."""
@@ -197,82 +208,81 @@ class LLMClient:
         """Answer every conversation (cache first), at most `concurrency` requests at a time, in input order.
 
         Each answer is appended to the cache as it arrives. The first call that fails for
-        good cancels the others and raises its `LLMError`; answers already written stay cached.
+        good stops the batch and raises its `LLMError`; answers already written stay cached.
         """
-        return asyncio.run(self._complete_all(conversations, cache, desc))
-
-    async def _complete_all(
-        self, conversations: Sequence[Sequence[Message]], cache: GenCache | None, desc: str
-    ) -> tuple[list[ChatResult], BatchStats]:
         from tqdm import tqdm
 
         stats = BatchStats()
         results: list[ChatResult | None] = [None] * len(conversations)
         keys = [self.cache_key(m) for m in conversations]
-        todo = []
+        todo: deque[int] = deque()
         for i, key in enumerate(keys):
             hit = cache.get(key) if cache is not None else None
             if hit is None:
                 todo.append(i)
-                continue
-            results[i] = ChatResult(text=hit.text, usage=hit.usage, latency_ms=hit.latency_ms,
-                                    finish_reason=hit.finish_reason, cached=True, attempts=0)
+            else:
+                results[i] = ChatResult(text=hit.text, usage=hit.usage, latency_ms=hit.latency_ms,
+                                        finish_reason=hit.finish_reason, cached=True, attempts=0)
         stats.cache_hits, stats.cache_misses = len(conversations) - len(todo), len(todo)
+        lock = threading.Lock()
+        stop = threading.Event()  # set when the batch ends early: workers take no new case and stop retrying
+        done: queue.Queue[BaseException | None] = queue.Queue()
         limits = httpx2.Limits(max_connections=self.s.concurrency, max_keepalive_connections=self.s.concurrency)
-        semaphore = asyncio.Semaphore(self.s.concurrency)
-        with tqdm(total=len(conversations), initial=stats.cache_hits, desc=desc, unit="req", file=sys.stderr,
-                  disable=None, dynamic_ncols=True) as bar:
-            # No TLS context for a plain-http endpoint (loading the CA store costs ~0.1 s per batch).
-            verify = self.endpoint.startswith("https://")
-            async with httpx2.AsyncClient(limits=limits, timeout=None, verify=verify) as http:
+        # No TLS context for a plain-http endpoint (loading the CA store costs ~0.1 s).
+        http = httpx2.Client(limits=limits, verify=self.endpoint.startswith("https://"))
 
-                failed = asyncio.Event()  # set by the first call that fails for good: no new request starts
-
-                async def one(i: int) -> None:
-                    async with semaphore:
-                        if failed.is_set():
-                            return
-                        try:
-                            result = await self._call(http, conversations[i], stats)
-                        except BaseException:
-                            failed.set()
-                            raise
+        def worker() -> None:
+            while not stop.is_set():
+                with lock:
+                    if not todo:
+                        return
+                    i = todo.popleft()
+                try:
+                    result = self._call(http, conversations[i], stats, lock, stop)
                     if cache is not None:
                         cache.put(CacheEntry(key=keys[i], model=self.s.model, text=result.text, usage=result.usage,
                                              latency_ms=result.latency_ms, finish_reason=result.finish_reason))
-                    results[i] = result
-                    stats.latencies_ms.append(result.latency_ms)
-                    for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
-                        setattr(stats, k, getattr(stats, k) + result.usage.get(k, 0))
-                    bar.update()
+                except BaseException as e:  # handed to the main thread, which raises it
+                    stop.set()
+                    done.put(e)
+                    return
+                results[i] = result
+                with lock:
+                    stats.add(result)
+                done.put(None)
 
-                tasks = [asyncio.create_task(one(i)) for i in todo]
-                try:
-                    for done in asyncio.as_completed(tasks):
-                        await done
-                finally:
-                    for t in tasks:
-                        t.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
-        assert all(r is not None for r in results)
+        with tqdm(total=len(conversations), initial=stats.cache_hits, desc=desc, unit="req", file=sys.stderr,
+                  disable=None, dynamic_ncols=True) as bar:
+            n_todo = len(todo)
+            for _ in range(min(self.s.concurrency, n_todo)):
+                threading.Thread(target=worker, name="ragtrack-llm", daemon=True).start()
+            try:
+                for _ in range(n_todo):
+                    error = done.get()
+                    if error is not None:
+                        raise error
+                    bar.update()
+            finally:
+                stop.set()
+                http.close()  # a worker still in a request (the batch failed) ends with an error nobody waits for
         return [r for r in results if r is not None], stats
 
-    async def _call(self, http: httpx2.AsyncClient, messages: Sequence[Message], stats: BatchStats) -> ChatResult:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.s.deadline_s
+    def _call(self, http: httpx2.Client, messages: Sequence[Message], stats: BatchStats,
+              lock: threading.Lock, stop: threading.Event) -> ChatResult:
+        deadline = time.monotonic() + self.s.deadline_s
         body = self.body(messages)
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         attempt = 0
         while True:
             attempt += 1
-            budget = min(self.s.timeout_s, deadline - loop.time())
-            stats.requests += 1
+            budget = min(self.s.timeout_s, deadline - time.monotonic())
+            with lock:
+                stats.requests += 1
             t0 = time.perf_counter()
             try:
-                async with asyncio.timeout(budget):
-                    response = await http.post(self.endpoint, json=body, headers=headers)
-                return self._parse(response, (time.perf_counter() - t0) * 1000.0, attempt)
-            except TimeoutError:
+                status, retry_after, content = self._post(http, body, headers, budget)
+                return self._parse(status, retry_after, content, (time.perf_counter() - t0) * 1000.0, attempt)
+            except httpx2.TimeoutException:
                 failure = _Retryable(f"no reply within {budget:.3g} s")
             except httpx2.TransportError as e:
                 failure = _Retryable(f"{'cannot connect' if isinstance(e, httpx2.ConnectError) else type(e).__name__}: {e}")
@@ -282,33 +292,45 @@ class LLMClient:
                 tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
                 raise self.error(f"{failure} (gave up after {tries}; max_retries={self.s.max_retries})")
             wait = failure.retry_after if failure.retry_after is not None else self.backoff(attempt)
-            if loop.time() + wait >= deadline:
+            if time.monotonic() + wait >= deadline:
                 raise self.error(f"{failure} (attempt {attempt}; waiting {wait:.3g} s more would pass the deadline of {self.s.deadline_s:g} s)")
-            stats.retries += 1
-            await asyncio.sleep(wait)
+            with lock:
+                stats.retries += 1
+            if stop.wait(wait):
+                raise self.error("stopped: another call of the batch failed")
 
-    def _parse(self, response: httpx2.Response, latency_ms: float, attempt: int) -> ChatResult:
-        status = response.status_code
+    def _post(self, http: httpx2.Client, body: dict[str, Any], headers: dict[str, str], budget: float) -> tuple[int, str | None, bytes]:
+        """One attempt: status, Retry-After and body, ended after `budget` seconds however slowly the reply trickles in."""
+        end = time.monotonic() + budget
+        with http.stream("POST", self.endpoint, json=body, headers=headers, timeout=httpx2.Timeout(budget)) as response:
+            chunks = []
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() > end:
+                    raise httpx2.ReadTimeout("reply too slow", request=response.request)
+            return response.status_code, response.headers.get("retry-after"), b"".join(chunks)
+
+    def _parse(self, status: int, retry_after: str | None, content: bytes, latency_ms: float, attempt: int) -> ChatResult:
         if status in (401, 403):
             env = self.s.api_key_env
             hint = f"${env} is set but rejected" if self._key else f"${env} is not set"
-            raise self.error(f"HTTP {status}: authentication failed ({hint}): {_excerpt(response.content)}", auth=True)
+            raise self.error(f"HTTP {status}: authentication failed ({hint}): {_excerpt(content)}", auth=True)
         if status in RETRY_STATUS or status >= 500:
-            raise _Retryable(f"HTTP {status}: {_excerpt(response.content)}", retry_after_s(response.headers.get("retry-after")))
+            raise _Retryable(f"HTTP {status}: {_excerpt(content)}", retry_after_s(retry_after))
         if status != 200:
             what = " (unknown model or wrong base_url?)" if status == 404 else ""
-            raise self.error(f"HTTP {status}{what}: {_excerpt(response.content)}")
+            raise self.error(f"HTTP {status}{what}: {_excerpt(content)}")
         try:
-            obj = json.loads(response.content)
+            obj = json.loads(content)
         except (ValueError, UnicodeDecodeError):
-            raise self.error(f"the reply is not JSON: {_excerpt(response.content)}") from None
+            raise self.error(f"the reply is not JSON: {_excerpt(content)}") from None
         choices = obj.get("choices") if isinstance(obj, dict) else None
         if not isinstance(choices, list) or not choices:
-            raise self.error(f"the reply has no choices: {_excerpt(response.content)}")
+            raise self.error(f"the reply has no choices: {_excerpt(content)}")
         first = choices[0]
         message = first.get("message") if isinstance(first, dict) else None
         if not isinstance(message, dict) or not isinstance(message.get("content", ""), (str, type(None))):
-            raise self.error(f"choices[0] has no message with text content: {_excerpt(response.content)}")
+            raise self.error(f"choices[0] has no message with text content: {_excerpt(content)}")
         raw_usage = obj.get("usage")
         usage = {k: v for k, v in raw_usage.items() if isinstance(v, int) and not isinstance(v, bool)} if isinstance(raw_usage, dict) else {}
         reason = first.get("finish_reason")
