@@ -15,7 +15,7 @@ from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ContextChunk, EvalCase
 
-__all__ = ["PLACEHOLDERS", "Prompt", "format_context", "load_prompt", "render_prompt"]
+__all__ = ["PLACEHOLDERS", "Prompt", "fill", "format_context", "load_prompt", "render_prompt"]
 
 PLACEHOLDERS = ("question", "context")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -32,22 +32,22 @@ class Prompt(BaseModel):
     sha256: str
 
 
-def load_prompt(path: str | Path, version: str) -> Prompt:
+def load_prompt(path: str | Path, version: str, *, placeholders: tuple[str, ...] = PLACEHOLDERS, field: str = "prompt.path") -> Prompt:
     """Read a prompt file; unknown placeholders are an error naming file and line."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise InputError.from_os_error(path, e, field="prompt.path") from None
+        raise InputError.from_os_error(path, e, field=field) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
     for lineno, line in enumerate(text.splitlines(), 1):
         for m in _PLACEHOLDER.finditer(line):
-            if m.group(1) not in PLACEHOLDERS:
+            if m.group(1) not in placeholders:
                 raise InputError(
-                    str(path), f"unknown placeholder {{{{{m.group(1)}}}}}; known: {', '.join(PLACEHOLDERS)}",
+                    str(path), f"unknown placeholder {{{{{m.group(1)}}}}}; known: {', '.join(placeholders)}",
                     where=f"line {lineno}",
                 )
     return Prompt(path=str(path), version=version, text=text, sha256=sha256_bytes(data))
@@ -58,7 +58,11 @@ def format_context(chunks: list[ContextChunk]) -> str:
     return "\n\n".join(f"[{c.source_path or c.id or i}]\n{c.text}" for i, c in enumerate(chunks, 1))
 
 
+def fill(template: str, values: dict[str, str]) -> str:
+    """Replace each `{{name}}` by `values[name]` (in one pass: a value's own braces stay as they are)."""
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
 def render_prompt(template: str, case: EvalCase, contexts: list[ContextChunk] | None = None) -> str:
     """Fill `{{question}}` and `{{context}}`."""
-    values = {"question": case.question, "context": format_context(contexts or [])}
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    return fill(template, {"question": case.question, "context": format_context(contexts or [])})
