@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import math
 import os
 import random
@@ -53,6 +54,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragtrack.gencache import CacheEntry, GenCache, request_key
 from ragtrack.redact import MASK, redact_text
 from ragtrack.registry import Params
+
+# httpx2 logs every request at INFO: one line per answer would bury the run's own console lines.
+for _name in ("httpx2", "httpcore2"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 __all__ = ["BatchStats", "ChatResult", "LLMAuthError", "LLMClient", "LLMError", "LLMSettings", "Message"]
 
