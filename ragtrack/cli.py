@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", required=True, type=int, help="random seed")
     b.add_argument("--out", required=True, metavar="FILE", help="subset file to write (manifest beside it: <out stem>.manifest.json)")
     sub.add_parser("scorers", help="list the registered scorers and generators with their versions")
+    c = sub.add_parser("calibrate", help="compare a run's judge scores with human labels (MAE, within ±1, Spearman) and log them to it")
+    c.add_argument("--golden", required=True, metavar="CSV", help="human labels: a header row with `id` and `human_score` (1-10)")
+    c.add_argument("--run", required=True, metavar="RUN_ID", help="the MLflow run whose per-case scores are compared")
+    c.add_argument("--column", default="rubric_judge/weighted_score", help="per-case column compared (default: %(default)s)")
+    c.add_argument("--tracking-uri", default=None, help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
     return p
 
 
@@ -204,6 +209,40 @@ def cmd_list() -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ragtrack.calibration import calibrate, read_golden
+    from ragtrack.errors import InputError
+    from ragtrack.tracking import resolve_tracking_uri
+    from ragtrack.tracking.runs import CASES_ARTIFACT, log_calibration, read_cases
+
+    golden = Path(args.golden)
+    human, lines = read_golden(golden)
+    uri = resolve_tracking_uri(args.tracking_uri, Path.cwd())
+    frame = read_cases(uri, args.run)
+    if args.column not in frame.columns:
+        raise InputError("--column", f"run {args.run}'s {CASES_ARTIFACT} has no column {args.column!r}; "
+                         f"score columns: {', '.join(c for c in frame.columns if '/' in c)}")
+    column = dict(zip(frame["id"].astype(str), frame[args.column], strict=True))
+    judge: dict[str, float] = {}
+    for case_id, lineno in lines.items():
+        if case_id not in column:
+            raise InputError(str(golden), f"no case {case_id!r} in run {args.run}", where=f"line {lineno}", field="id")
+        try:
+            judge[case_id] = float(column[case_id])
+        except (TypeError, ValueError):
+            judge[case_id] = math.nan
+        if not math.isfinite(judge[case_id]):
+            raise InputError(str(golden), f"case {case_id!r} has no {args.column} score in run {args.run}", where=f"line {lineno}", field="id")
+    result = calibrate(human, judge)
+    log_calibration(uri, args.run, result.metrics(), golden, args.column)
+    print(f"calibration of run {args.run} ({args.column}) against {golden.name}: {result.n} cases")
+    print(f"  mae       {result.mae:.4g}")
+    print(f"  within_1  {result.within_1:.4g}  (share of cases within ±1 point; seed 001's target: 1)")
+    print(f"  spearman  {'n/a (constant scores or one case)' if math.isnan(result.spearman) else f'{result.spearman:.4g}'}")
+    print(f"logged to run {args.run} as calibration/*")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from ragtrack.errors import InputError
@@ -221,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_subset(args)
         if args.command == "scorers":
             return cmd_list()
+        if args.command == "calibrate":
+            return cmd_calibrate(args)
     except InputError as e:
         print(f"ragtrack: error: {e}", file=sys.stderr)
         return 2
