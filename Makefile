@@ -29,6 +29,7 @@ bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress 
 	$(BIN)/python bench/bench_predictions.py
 	$(BIN)/python bench/stress_store.py --trials 5 --sweeps 1
 	$(BIN)/python bench/contention_store.py
+	$(BIN)/python bench/bench_llm.py
 
 ui: $(STAMP)  ## the MLflow UI on the demo's store
 	@echo "open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning  (the runs view, not the GenAI one)"
