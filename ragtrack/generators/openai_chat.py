@@ -17,7 +17,6 @@ latency of the calls made.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
 
 from ragtrack.gencache import GenCache
 from ragtrack.generators.base import Generator, register_generator
@@ -39,7 +38,7 @@ class OpenAIChatGenerator(Generator):
     name = "openai"
     version = "1"
     Params = OpenAIParams
-    retriever: ClassVar[Retriever | None] = None  # set on an instance once an index can retrieve chunks
+    retriever: Retriever | None = None  # set on an instance once an index can retrieve chunks
 
     def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
         chosen = [c for c in cases if keep is None or c.id in keep]
