@@ -1,6 +1,7 @@
 """The generation cache: every answer an LLM gave, on disk, keyed by what determined it.
 
-**Format: append-only JSONL** (`<cache_dir>/generations.jsonl`, one answer a line), not
+**Format: append-only JSONL** (`<cache_dir>/generations.jsonl`, one answer a line; by
+default `cache_dir` is `$RAGTRACK_CACHE_DIR/generations`, see `ragtrack.cachedir`), not
 SQLite: each answer is one `os.write` of one whole line on a file opened `O_APPEND`, so
 it reaches the file (the OS page cache) the moment it arrives and survives a `kill -9`
 of the process; the kernel places each such write at the end of the file, so sweep jobs
@@ -29,10 +30,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ragtrack.cachedir import cache_root
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_json
 
-__all__ = ["CACHE_FILE", "CacheEntry", "GenCache", "request_key"]
+__all__ = ["CACHE_FILE", "CacheEntry", "GenCache", "open_cache", "request_key"]
 
 CACHE_FILE = "generations.jsonl"
 
@@ -112,6 +114,11 @@ class GenCache:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def open_cache(directory: str | None) -> GenCache:
+    """The cache in `directory`, else in ragtrack's cache root (`$RAGTRACK_CACHE_DIR/generations`, see `cachedir`)."""
+    return GenCache(directory or cache_root("generations"))
 
 
 def _ends_torn(path: Path) -> bool:

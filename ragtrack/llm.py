@@ -80,7 +80,7 @@ class LLMSettings(Params):
     deadline_s: float = Field(300.0, gt=0)
     max_retries: int = Field(4, ge=0)
     backoff_s: float = Field(0.5, ge=0)
-    cache_dir: str | None = None  # None: no cache
+    cache_dir: str | None = None  # the generation cache's folder; None: $RAGTRACK_CACHE_DIR/generations (ragtrack.cachedir)
 
     def decoding(self) -> dict[str, Any]:
         """The decoding parameters sent with (and hashed into the cache key of) every request."""

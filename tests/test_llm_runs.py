@@ -30,13 +30,14 @@ def _answer_then_hang_once(n: int, body: dict):
 
 def test_kill_9_mid_run_then_rerun_asks_only_the_missing_cases(demo_files):
     work = demo_files["questions"].parent
-    cache = work / ".ragtrack" / "cache" / "generations.jsonl"
+    env = {"RAGTRACK_CACHE_DIR": str(work / "cache")}
+    cache = work / "cache" / "generations" / "generations.jsonl"
     with LLMServer(script=_answer_then_hang_once) as srv:  # one server: the endpoint is part of the cache key
-        proc = start(_args(demo_files, srv.url, "generator.params.concurrency=1"), cwd=work)
+        proc = start(_args(demo_files, srv.url, "generator.params.concurrency=1"), cwd=work, **env)
         wait_for(lambda: srv.count == 2 and cache.read_text().count("\n") == 1, timeout=120, what="one cached answer")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        done = run(_args(demo_files, srv.url), cwd=work)
+        done = run(_args(demo_files, srv.url), cwd=work, **env)
     assert done.returncode == 0, done.stderr
     statuses = sorted((r.info.status, r.data.metrics.get("generator/cache_hits")) for r in runs(f"sqlite:///{work / 'mlflow.db'}"))
     assert (srv.count - 2, statuses) == (2, [("FINISHED", 1.0), ("KILLED", None)])  # the killed run is reaped
@@ -51,7 +52,7 @@ def canary_work(tmp_path_factory):
     work = tmp_path_factory.mktemp("llm-canary")
     files = write_demo_files(work)
     (work / "tmp").mkdir()
-    env = {"OPENAI_API_KEY": CANARY, "TMPDIR": str(work / "tmp")}
+    env = {"OPENAI_API_KEY": CANARY, "TMPDIR": str(work / "tmp"), "RAGTRACK_CACHE_DIR": str(work / "cache")}
     outputs = []
     with LLMServer() as ok, LLMServer(script=[status(401, {"error": f"invalid api key {CANARY}"})]) as denied:
         for url in (ok.url, denied.url):

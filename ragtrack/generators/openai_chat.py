@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ragtrack.gencache import GenCache
+from ragtrack.gencache import open_cache
 from ragtrack.generators.base import Generator, register_generator
 from ragtrack.llm import LLMClient, LLMSettings, Message
 from ragtrack.prompts import render_prompt
@@ -29,32 +29,27 @@ __all__ = ["OpenAIChatGenerator", "Retriever"]
 Retriever = Callable[[EvalCase], list[ContextChunk]]  # a case's retrieved chunks, best first
 
 
-class OpenAIParams(LLMSettings):
-    cache_dir: str | None = ".ragtrack/cache"  # None: no cache
-
-
 @register_generator
 class OpenAIChatGenerator(Generator):
     name = "openai"
     version = "1"
-    Params = OpenAIParams
+    Params = LLMSettings
     retriever: Retriever | None = None  # set on an instance once an index can retrieve chunks
 
     def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
         chosen = [c for c in cases if keep is None or c.id in keep]
         contexts = [self.retriever(c) if self.retriever is not None else [] for c in chosen]
         conversations = [[Message(role="user", content=render_prompt(prompt_template, c, ctx))] for c, ctx in zip(chosen, contexts, strict=True)]
-        cache = GenCache(self.p.cache_dir) if self.p.cache_dir else None
+        cache = open_cache(self.p.cache_dir)
         try:
             results, stats = LLMClient(self.p).complete_all(conversations, cache=cache, desc=f"generate {self.p.model}")
         finally:
-            if cache is not None:
-                cache.close()
+            cache.close()
         predictions = [
             Prediction(case_id=c.id, answer=r.text, contexts=ctx, latency_ms=r.latency_ms, usage=r.usage or None)
             for c, ctx, r in zip(chosen, contexts, results, strict=True)
         ]
         warnings = []
-        if cache is not None and cache.n_skipped:
+        if cache.n_skipped:
             warnings.append(f"{cache.path}: {cache.n_skipped} unreadable line(s) skipped (a write cut short)")
         return Generation(predictions=predictions, metrics=stats.metrics("generator"), warnings=warnings)

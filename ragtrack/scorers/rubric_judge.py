@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragtrack.errors import InputError
-from ragtrack.gencache import GenCache
+from ragtrack.gencache import open_cache
 from ragtrack.llm import LLMClient, LLMSettings, Message
 from ragtrack.prompts import fill, format_context, load_prompt
 from ragtrack.scorers.base import Batch, Scorer, mean_or_nan, register_scorer
@@ -56,7 +56,6 @@ class JudgeParseError(RuntimeError):
 
 
 class Params(LLMSettings):
-    cache_dir: str | None = ".ragtrack/cache"  # the generation cache (None: no cache)
     top_k: int = Field(5, ge=1)
     pass_threshold: float = Field(7.0, ge=1, le=10)
     max_parse_failure_rate: float = Field(0.1, ge=0, le=1)
@@ -191,13 +190,12 @@ class RubricJudgeScorer(Scorer):
     def score(self, batch: Batch) -> ScorerOutput:
         conversations = [[Message(role="user", content=self.render(c.question, p.answer, p.contexts))]
                          for c, p in zip(batch.cases, batch.predictions, strict=True)]
-        cache = GenCache(self.p.cache_dir) if self.p.cache_dir else None
+        cache = open_cache(self.p.cache_dir)
         client = LLMClient(self.p)
         try:
             replies, stats = client.complete_all(conversations, cache=cache, desc=f"judge {self.p.model}")
         finally:
-            if cache is not None:
-                cache.close()
+            cache.close()
         rows = [self.score_reply(c.id, r.text, bool(p.contexts)) for c, p, r in zip(batch.cases, batch.predictions, replies, strict=True)]
         metrics = self.aggregate(rows)
         metrics.update(stats.metrics(NAME))

@@ -8,7 +8,6 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ragtrack.errors import InputError
-from ragtrack.gencache import GenCache
 from ragtrack.generators import build_generator
 from ragtrack.hydra_app import execute
 from ragtrack.llm import LLMAuthError, LLMError
@@ -88,17 +87,7 @@ def test_base_url_without_scheme_is_an_input_error(tmp_path):
         build_generator("openai", _params("127.0.0.1:8000/v1", tmp_path))
 
 
-# ------------------------------------------------------------------ failures end the run FAILED
-
-
-def _failed_run(demo_files, script, error, **extra):
-    cfg = _config(demo_files, "", **extra)
-    with LLMServer(script=script) as srv:
-        cfg = cfg.model_copy(update={"generator": cfg.generator.model_copy(update={"params": {**cfg.generator.params, "base_url": srv.url}})})
-        with pytest.raises(error) as info:
-            execute(cfg, base_dir=demo_files["questions"].parent)
-    (r,) = MlflowClient(cfg.tracking.uri).search_runs([MlflowClient(cfg.tracking.uri).get_experiment_by_name("tests").experiment_id])
-    return r, str(info.value), srv
+# ------------------------------------------------------------------ failures
 
 
 @pytest.mark.parametrize("script, error, problem", [
@@ -106,17 +95,31 @@ def _failed_run(demo_files, script, error, **extra):
     ([status(404, {"error": "no such model"})], LLMError, "HTTP 404 (unknown model or wrong base_url?)"),
     ([raw("<html>hello</html>")], LLMError, "the reply is not JSON"),
     ([raw('{"choices": []}')], LLMError, "the reply has no choices"),
-    ([status(500)], LLMError, "HTTP 500"),
 ])
-def test_a_failing_server_ends_the_run_failed(demo_files, script, error, problem):
-    r, message, srv = _failed_run(demo_files, script, error)
-    assert (r.info.status, problem in message, f"{srv.url}/chat/completions (model 'served-a')" in message) == ("FAILED", True, True)
+def test_a_failing_server_is_one_error_naming_endpoint_and_model(tmp_path, script, error, problem):
+    with LLMServer(script=script) as srv:
+        with pytest.raises(error) as info:
+            build_generator("openai", _params(srv.url, tmp_path)).generate(CASES, "{{question}}")
+    assert str(info.value).startswith(f"{srv.url}/chat/completions (model 'served-a'): {problem}")
 
 
-def test_answers_before_the_failure_stay_cached(demo_files):
-    _failed_run(demo_files, [reply("one"), reply("two"), status(500)], LLMError, concurrency=1, max_retries=0)
-    cache = GenCache(demo_files["questions"].parent / "cache")
-    assert sorted(json.loads(line)["text"] for line in cache.path.read_text().splitlines()) == ["one", "two"]
+def test_a_failing_server_ends_the_run_failed(demo_files):
+    with LLMServer(script=[status(500)]) as srv:
+        cfg = _config(demo_files, srv.url)
+        with pytest.raises(LLMError):
+            execute(cfg, base_dir=demo_files["questions"].parent)
+    client = MlflowClient(cfg.tracking.uri)
+    (r,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    assert (r.info.status, "HTTP 500" in r.data.tags["ragtrack.error"]) == ("FAILED", True)
+
+
+def test_answers_before_the_failure_stay_cached(tmp_path):
+    cases = [*CASES, EvalCase(id="c", question="Q-c?")]
+    with LLMServer(script=[reply("one"), reply("two"), status(500)]) as srv:
+        with pytest.raises(LLMError):
+            build_generator("openai", _params(srv.url, tmp_path, concurrency=1, max_retries=0)).generate(cases, "{{question}}")
+    lines = (tmp_path / "cache" / "generations.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["text"] for line in lines) == ["one", "two"]
 
 
 def test_archived_answers_replay_as_a_predictions_file(demo_files, tmp_path):
