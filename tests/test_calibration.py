@@ -15,6 +15,7 @@ from ragtrack.errors import InputError
 from ragtrack.hydra_app import execute
 from tests.conftest import make_config, write_demo_files
 from tests.llm_server import LLMServer, reply
+from tests.processes import runs
 
 # The judge's weighted score per case of the demo files (a1, a2, u1): accuracy = completeness = clarity.
 JUDGE = {"a1": 8.0, "a2": 6.0, "u1": 2.0}
@@ -83,8 +84,7 @@ def judged_run(tmp_path_factory):
         params = {"base_url": srv.url, "model": "judge", "cache_dir": str(work / "cache")}
         cfg = make_config(files, scorers={"rubric_judge": params}, gates={})
         execute(cfg, base_dir=work)
-    client = MlflowClient(cfg.tracking.uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    (run,) = runs(cfg.tracking.uri)
     return cfg.tracking.uri, run.info.run_id
 
 

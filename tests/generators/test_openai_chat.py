@@ -15,6 +15,7 @@ from ragtrack.runner import run
 from ragtrack.types import ContextChunk, EvalCase
 from tests.conftest import make_config
 from tests.llm_server import LLMServer, raw, reply, status
+from tests.processes import runs
 
 CASES = [EvalCase(id="a", question="Q-a?"), EvalCase(id="b", question="Q-b?")]
 
@@ -108,8 +109,7 @@ def test_a_failing_server_ends_the_run_failed(demo_files):
         cfg = _config(demo_files, srv.url)
         with pytest.raises(LLMError):
             execute(cfg, base_dir=demo_files["questions"].parent)
-    client = MlflowClient(cfg.tracking.uri)
-    (r,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    (r,) = runs(cfg.tracking.uri)
     assert (r.info.status, "HTTP 500" in r.data.tags["ragtrack.error"]) == ("FAILED", True)
 
 
@@ -127,8 +127,8 @@ def test_archived_answers_replay_as_a_predictions_file(demo_files, tmp_path):
 
     with LLMServer() as srv:
         (result,) = execute(_config(demo_files, srv.url), base_dir=demo_files["questions"].parent)
-    client = MlflowClient(_config(demo_files, srv.url).tracking.uri)
-    run_id = client.search_runs([client.get_experiment_by_name("tests").experiment_id])[0].info.run_id
-    path = client.download_artifacts(run_id, "predictions/predictions.jsonl", str(tmp_path))
+    uri = _config(demo_files, srv.url).tracking.uri
+    (run,) = runs(uri)
+    path = MlflowClient(uri).download_artifacts(run.info.run_id, "predictions/predictions.jsonl", str(tmp_path))
     replayed = match_prediction_file(path, result.all_cases).predictions
     assert [p.model_dump() for p in replayed] == [p.model_dump() for p in result.generation.predictions]

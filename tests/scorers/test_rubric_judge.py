@@ -6,16 +6,21 @@ import json
 import re
 
 import pytest
-from mlflow.tracking import MlflowClient
 
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_file
 from ragtrack.hydra_app import execute
 from ragtrack.scorers import Batch, build_scorer
-from ragtrack.scorers.rubric_judge import DEFAULT_PROMPT, PURE_LLM_CONTEXT, JudgeParseError, parse_verdict
+from ragtrack.scorers.rubric_judge import (
+    DEFAULT_PROMPT,
+    PURE_LLM_CONTEXT,
+    JudgeParseError,
+    parse_verdict,
+)
 from ragtrack.types import ContextChunk, EvalCase, Prediction
 from tests.conftest import make_config
 from tests.llm_server import LLMServer, reply
+from tests.processes import runs
 
 VERDICT = {"analysis": "ok", "accuracy": 8, "completeness": 6, "clarity": 10, "reason": "fine", "suggestion": "none"}
 GOOD = json.dumps(VERDICT)
@@ -96,8 +101,7 @@ def test_failure_rate_above_the_limit_ends_the_run_failed(demo_files):
         cfg = make_config(demo_files, scorers={"rubric_judge": params}, gates={})
         with pytest.raises(JudgeParseError):
             execute(cfg, base_dir=demo_files["questions"].parent)
-    client = MlflowClient(cfg.tracking.uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    (run,) = runs(cfg.tracking.uri)
     assert (run.info.status, "JudgeParseError" in run.data.tags["ragtrack.error"]) == ("FAILED", True)
 
 
