@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", required=True, type=int, help="random seed")
     b.add_argument("--out", required=True, metavar="FILE", help="subset file to write (manifest beside it: <out stem>.manifest.json)")
     sub.add_parser("scorers", help="list the registered scorers and generators with their versions")
+    from ragtrack.cli_runs import add_parsers
+
+    add_parsers(sub)  # compare, audit, rescore
     return p
 
 
@@ -178,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_subset(args)
         if args.command == "scorers":
             return cmd_list()
+        if args.command in ("compare", "audit", "rescore"):
+            from ragtrack import cli_runs
+
+            return getattr(cli_runs, f"cmd_{args.command}")(args)
     except InputError as e:
         print(f"ragtrack: error: {e}", file=sys.stderr)
         return 2

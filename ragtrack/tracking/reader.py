@@ -6,6 +6,7 @@ bad input (reading must never create one), and so is a run id the store does not
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -93,6 +94,7 @@ def download_artifacts(uri: str, run: LoggedRun, dst: Path, path: str = "") -> P
     """
     client = _client(uri)
     dst.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a progress bar per file would fill the console
     try:
         local = Path(client.download_artifacts(run.run_id, path, str(dst)))
     except (MlflowException, OSError) as e:
