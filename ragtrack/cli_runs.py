@@ -268,9 +268,12 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         (result,) = run_stages(stages, sink)
     new_id = sink.run_ids["full"]
     print(f"rescored run {new_id} ({cfg.tracking.run_name}) from {run.run_id}, experiment {sink.experiment_name}")
-    for k, v in sorted(result.metrics.items()):
-        old = run.metrics.get(k)
-        change = "" if old == v else f"  (was {old:.6g})" if old is not None else "  (new)"
-        print(f"  {k:<42} {v:.6g}{change}")
+    before = {k: v for k, v in run.metrics.items() if not k.startswith("timing/")}
+    changed = [k for k, v in sorted(result.metrics.items()) if before.get(k) != v]
+    for k in changed:
+        was = f"{before[k]:.6g}" if k in before else "(not logged before)"
+        print(f"  {k:<42} {was} → {result.metrics[k]:.6g}")
+    gone = sorted(set(before) - set(result.metrics))
+    print(f"  {len(result.metrics) - len(changed)} metric(s) unchanged" + (f"; no longer scored: {', '.join(gone)}" if gone else ""))
     print(f"what the scoring change did, case by case: ragtrack compare {run.run_id} {new_id}")
     return 0

@@ -150,8 +150,11 @@ def render_terminal(c: Comparison, console: Console, top: int = 5) -> None:
         arrow = "↑" if m.higher_is_better else "↓"
         table.add_row(f"{m.metric} {arrow}", _f(m.mean_a), _f(m.mean_b), _f(m.diff, True), _ci(m), mcnemar, verdict)
     console.print(table)
-    for d in c.run_level:
-        console.print(f"  {d.name}: {_f(d.a)} → {_f(d.b)}", highlight=False)
+    for title, rows in (("run-level metrics that differ", c.run_level), ("params that differ", c.stamps)):
+        if rows:
+            console.print(f"{title}:", highlight=False)
+        for d in rows:
+            console.print(f"  {d.name}: {_one_line(_f(d.a), 60)} → {_one_line(_f(d.b), 60)}", highlight=False)
     cases = _moved_cases(c, top)
     if cases:
         t = Table(title="cases that moved most (all of them: --out DIR, --json, --log)", title_justify="left", show_lines=True)
