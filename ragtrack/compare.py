@@ -32,7 +32,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from ragtrack.errors import InputError
 from ragtrack.scorers.base import CaseTerms, get_scorer_class
@@ -124,6 +124,7 @@ class MetricDiff(BaseModel):
         beyond = self.ci_low > 0 if self.higher_is_better else self.ci_high < 0
         return beyond and self._tested()
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def verdict(self) -> Verdict:
         if math.isnan(self.ci_low) or math.isnan(self.ci_high):

@@ -209,8 +209,9 @@ def render_png(c: Comparison, path: Path) -> None:
         ax.set_ylabel(f"{m.metric} {'↑' if m.higher_is_better else '↓'}", rotation=0, ha="right", va="center", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
     fig.suptitle(f"B − A, {100 * c.confidence:g}% paired bootstrap CI\nA {c.run_a.run_name} · B {c.run_b.run_name}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    height = 0.6 * n + 1.2
+    fig.subplots_adjust(left=0.4, right=0.97, top=1 - 0.75 / height, bottom=0.4 / height, hspace=1.2)  # tight_layout: 2x slower
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 

@@ -39,3 +39,48 @@ def log_demo_run(cfg: RunConfig) -> str:
     client = MlflowClient(cfg.tracking.uri)
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
     return client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=1)[0].info.run_id
+
+
+def planted_predictions(src: Path, dst: Path, n: int) -> Path:
+    """`src` with the answers of its first `n` lines broken (prose before the JSON: schema fails, refusals stay)."""
+    import json
+
+    lines = src.read_text(encoding="utf-8").splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        obj = json.loads(line)
+        if i < n:
+            obj["answer"] = "Sure! Here is the answer: " + obj["answer"]
+        out.append(json.dumps(obj, ensure_ascii=False))
+    dst.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return dst
+
+
+def artifact_dir(uri: str, run_id: str) -> Path:
+    """Where the store keeps the run's artifacts on disk (to tamper with them)."""
+    from urllib.parse import urlparse
+
+    from mlflow.tracking import MlflowClient
+
+    return Path(urlparse(MlflowClient(uri).get_run(run_id).info.artifact_uri).path)
+
+
+PLANTED = 12  # answers broken in the planted regression
+
+
+class DemoStore:
+    """A store with three runs in experiment `demo`: `a` and `same` replay lora_b/v2's answers, `planted` breaks the first 12.
+
+    Tests that change a run (tampering, rescoring) make their own with `new_run`.
+    """
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.uri = f"sqlite:///{tmp / 'mlflow.db'}"
+        self.planted_path = planted_predictions(DEMO / "predictions" / "lora_b__v2.jsonl", tmp / "planted.jsonl", PLANTED)
+        self.ids = {name: self.new_run("demo", predictions=p) for name, p in (("a", None), ("same", None), ("planted", self.planted_path))}
+
+    def new_run(self, experiment: str = "scratch", **kwargs: Any) -> str:
+        """A new run of lora_b/v2 (`demo_config` keywords change it) in `experiment`; its id."""
+        kwargs.setdefault("tracking", {"uri": self.uri, "experiment": experiment})
+        return log_demo_run(demo_config(self.tmp, **kwargs))

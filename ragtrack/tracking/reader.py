@@ -76,14 +76,13 @@ def find_runs(uri: str, experiment: str, params: Mapping[str, str]) -> list[Logg
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise InputError(f"experiment {experiment}", f"no such experiment in {redact_text(uri)}")
-    stages = ", ".join(f"'{s}'" for s in RUN_STAGES)
-    parts = ["attributes.status = 'FINISHED'", f"tags.`ragtrack.stage` IN ({stages})"]
+    parts = ["attributes.status = 'FINISHED'"]
     for key, value in params.items():
         if "`" in key or "'" in value:
             raise InputError("--param", "a key may not hold ` and a value may not hold '", field=f"{key}={value}")
         parts.append(f"params.`{key}` = '{value}'")
     runs = client.search_runs([exp.experiment_id], filter_string=" and ".join(parts), order_by=["attributes.start_time ASC"])
-    return [_logged(client, r) for r in runs]
+    return [_logged(client, r) for r in runs if r.data.tags.get("ragtrack.stage") in RUN_STAGES]
 
 
 def download_artifacts(uri: str, run: LoggedRun, dst: Path, path: str = "") -> Path:
