@@ -173,12 +173,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
             comparisons.append(compare(sides[a], sides[b], allow_different_eval_sets=args.allow_different_eval_sets,
                                        n_resamples=args.resamples, seed=args.seed, top=args.top))
         failures = [line for c in comparisons for line in _regressions(c, gates)]
-        for c in comparisons:
+        for i, c in enumerate(comparisons):
+            if not (args.out or args.log):
+                break
+            outputs = tmp / "outputs" / str(i)
+            files = write_outputs(c, outputs)  # rendered once for both
             if args.out:
-                write_outputs(c, Path(args.out))
+                Path(args.out).mkdir(parents=True, exist_ok=True)
+                for f in files:
+                    shutil.copyfile(f, Path(args.out) / f.name)
             if args.log:
-                outputs = tmp / "outputs" / c.run_b.run_id
-                write_outputs(c, outputs)
                 log_artifacts(uri, c.run_b.run_id, outputs, f"compare/{c.run_a.run_id}")
     if args.json:
         docs = [c.model_dump(mode="json") for c in comparisons]
