@@ -192,7 +192,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not console.is_terminal:  # piped: wide enough for the table, not 80 columns
             console = Console(width=160)
         for c in comparisons:
-            render_terminal(c, console)
+            render_terminal(c, console, top=args.top)
     if args.log:
         for c in comparisons:
             print(f"ragtrack: logged compare/{c.run_a.run_id}/ (Markdown, JSON, PNG) to run {c.run_b.run_id}", file=sys.stderr)
