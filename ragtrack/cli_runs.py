@@ -207,7 +207,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 _MARKS = {"pass": "✓", "fail": "✗", "skip": "–"}
 
 
-def _print_case(uri: str, run: LoggedRun, archive: ArchivedRun, case_id: str) -> int:
+def _print_case(run: LoggedRun, archive: ArchivedRun, case_id: str) -> int:
     from ragtrack.audit import case_detail
 
     d = case_detail(run, archive, case_id)
@@ -238,7 +238,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     with _workdir("ragtrack-audit-") as tmp:
         run, archive = _fetch(uri, args.run, tmp)
         if args.case is not None:
-            return _print_case(uri, run, archive, args.case)
+            return _print_case(run, archive, args.case)
         report = audit(run, archive)
     print(f"audit of run {run.run_id} ({run.run_name}, experiment {run.experiment_name}):")
     for c in report.checks:

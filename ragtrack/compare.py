@@ -306,7 +306,9 @@ def _bootstrap(
     chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))  # bound the weight matrix to ~16 MB
     parts = []
     for start in range(0, n_resamples, chunk):
-        w = rng.multinomial(n, np.full(n, 1.0 / n), size=min(chunk, n_resamples - start)).astype(float)
+        size = min(chunk, n_resamples - start)
+        draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]  # resample r draws n cases
+        w = np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)  # times each case was drawn
         parts.append(_ratio(w @ num_b, w @ den_b, empty_b) - _ratio(w @ num_a, w @ den_a, empty_a))
     diffs = np.vstack(parts)
     tail = 100 * (1 - confidence) / 2
@@ -326,48 +328,56 @@ def _mean(t: CaseTerms) -> float:
     return math.fsum(t.num) / den if den else t.empty
 
 
-def _mcnemar(ta: CaseTerms, tb: CaseTerms) -> McNemar:
+def _values(t: CaseTerms) -> tuple[np.ndarray, np.ndarray]:
+    """Each case's value of the metric (`num / den`) and whether the case counts (`den > 0`)."""
+    num, den = np.asarray(t.num, dtype=float), np.asarray(t.den, dtype=float)
+    counted = den > 0
+    return np.divide(num, den, out=np.zeros_like(num), where=counted), counted
+
+
+def _mcnemar(va: np.ndarray, vb: np.ndarray, both: np.ndarray, higher_is_better: bool) -> McNemar:
     from scipy.stats import binomtest
 
-    pairs = [(na, nb) for na, da, nb, db in zip(ta.num, ta.den, tb.num, tb.den) if da and db]
-    down = sum(1 for na, nb in pairs if na == 1.0 and nb == 0.0)
-    up = sum(1 for na, nb in pairs if na == 0.0 and nb == 1.0)
+    down = int(np.sum(both & (va == 1.0) & (vb == 0.0)))
+    up = int(np.sum(both & (va == 0.0) & (vb == 1.0)))
     p = binomtest(min(down, up), down + up, 0.5).pvalue if down + up else 1.0
-    if not ta.higher_is_better:  # a flag of a lower-is-better rate (a refusal, a hallucination) fails the case when set
+    if not higher_is_better:  # a flag of a lower-is-better rate (a refusal, a hallucination) fails the case when set
         down, up = up, down
-    return McNemar(n_pairs=len(pairs), pass_to_fail=down, fail_to_pass=up, p_value=float(p))
+    return McNemar(n_pairs=int(both.sum()), pass_to_fail=down, fail_to_pass=up, p_value=float(p))
 
 
 def _metric_diff(
     ta: CaseTerms, tb: CaseTerms, ci: tuple[float, float], fa: dict[str, list], fb: dict[str, list], top: int, alpha: float
 ) -> MetricDiff:
-    sign = 1.0 if ta.higher_is_better else -1.0
-    moves = []
-    for i, (na, da, nb, db) in enumerate(zip(ta.num, ta.den, tb.num, tb.den)):
-        if da and db and na / da != nb / db:
-            va, vb = na / da, nb / db
-            moves.append(CaseMove(
-                case_id=fa["id"][i], question=_text(fa.get("question"), i),
-                value_a=va, value_b=vb, delta=vb - va, regression=sign * (vb - va) < 0,
-                answer_a=_text(fa.get("answer"), i), answer_b=_text(fb.get("answer"), i),
-            ))
-    moves.sort(key=lambda m: (-abs(m.delta), not m.regression, m.case_id))
-    mean_a, mean_b = _mean(ta), _mean(tb)
+    (va, ca), (vb, cb) = _values(ta), _values(tb)
+    both = ca & cb
+    delta = vb - va
+    regression = (delta if ta.higher_is_better else -delta) < 0
+    moved = np.flatnonzero(both & (delta != 0))
+    ids = np.asarray(fa["id"], dtype=object)
+    # the biggest changes first; at equal size regressions first, then by case id
+    order = moved[np.lexsort((ids[moved].astype(str), ~regression[moved], -np.abs(delta[moved])))][:top]
+    binary = ta.binary and tb.binary
     return MetricDiff(
         metric=ta.metric,
         higher_is_better=ta.higher_is_better,
-        binary=ta.binary and tb.binary,
-        n_cases=sum(1 for da, db in zip(ta.den, tb.den) if da or db),
-        mean_a=mean_a,
-        mean_b=mean_b,
-        diff=mean_b - mean_a,
+        binary=binary,
+        n_cases=int(np.sum(ca | cb)),
+        mean_a=_mean(ta),
+        mean_b=_mean(tb),
+        diff=_mean(tb) - _mean(ta),
         ci_low=ci[0],
         ci_high=ci[1],
-        mcnemar=_mcnemar(ta, tb) if ta.binary and tb.binary else None,
+        mcnemar=_mcnemar(va, vb, both, ta.higher_is_better) if binary else None,
         alpha=alpha,
-        n_worse=sum(1 for m in moves if m.regression),
-        n_better=sum(1 for m in moves if not m.regression),
-        moved=moves[:top],
+        n_worse=int(np.sum(regression[moved])),
+        n_better=int(np.sum(~regression[moved])),
+        moved=[
+            CaseMove(case_id=str(ids[i]), question=_text(fa.get("question"), i), value_a=float(va[i]), value_b=float(vb[i]),
+                     delta=float(delta[i]), regression=bool(regression[i]),
+                     answer_a=_text(fa.get("answer"), i), answer_b=_text(fb.get("answer"), i))
+            for i in order
+        ],
     )
 
 

@@ -28,12 +28,12 @@ from ragtrack.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
 from ragtrack.generators import Generator, build_generator
 from ragtrack.hashing import sha1_file
+from ragtrack.predictions import match_prediction_file
 from ragtrack.prompts import Prompt, load_prompt
 from ragtrack.provenance import git_state
 from ragtrack.results import case_rows
 from ragtrack.scorers import Batch, Scorer, build_scorer
 from ragtrack.scorers.base import check_applicable
-from ragtrack.predictions import match_prediction_file
 from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, RunManifest, RunResult, ScorerOutput, ScoreValue
 
 __all__ = [
