@@ -172,7 +172,7 @@ class Comparison(BaseModel):
 
 def parse_regression_gate(text: str) -> tuple[str, float]:
     """`METRIC[:MARGIN]` (margin in the metric's units, ≥ 0; default 0)."""
-    metric, sep, margin = text.rpartition(":") if ":" in text else (text, "", "0")
+    metric, _, margin = text.rpartition(":") if ":" in text else (text, "", "0")
     try:
         value = float(margin)
     except ValueError:

@@ -91,3 +91,21 @@ def test_unknown_case_is_one_line(demo_store, capsys):
     code, out, err = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--case", "nope")
     assert (code, out, err.count("\n")) == (2, "", 1)
     assert "no case 'nope' (52 cases, e.g. q01, q02" in err
+
+
+def test_a_run_logged_before_code_hashes_still_passes_and_says_so(demo_store, capsys):
+    import json
+
+    run_id = demo_store.new_run()
+    con = sqlite3.connect(demo_store.tmp / "mlflow.db")
+    with con:
+        con.execute("DELETE FROM params WHERE run_uuid = ? AND key LIKE 'scorer/%/code_sha256'", (run_id,))
+    con.close()
+    path = artifact_dir(demo_store.uri, run_id) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    for s in manifest["scorers"]:
+        del s["code_sha256"]
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    code, out, _ = _audit(capsys, demo_store.uri, run_id)
+    assert code == 0
+    assert "✓ scorer eval_json_v2: v1 installed, code hash not logged by this run" in out
