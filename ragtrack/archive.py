@@ -7,6 +7,9 @@ silently different archive. A dev stage archives the subset it scored (the subse
 the lines of the predictions file that the dev stage saw), so that `ragtrack score` on the
 archived files gives the dev stage's numbers. Answers that were generated, not replayed,
 are written in the predictions format (SPEC §6).
+
+`ArchivedRun` reads such an archive back once it is downloaded: the manifest, and where
+each archived input, the config and the per-case table lie.
 """
 
 from __future__ import annotations
@@ -14,12 +17,22 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_file, sha256_file
 from ragtrack.types import EvalFile, Prediction, RunManifest, RunResult
 
-__all__ = ["prediction_record", "write_archive"]
+if TYPE_CHECKING:
+    import pandas
+
+__all__ = ["MANIFEST", "ArchivedRun", "prediction_record", "write_archive"]
+
+MANIFEST = "manifest.json"
+CONFIG = "config.yaml"
+CASES = "cases.parquet"
 
 
 def _verified_copy(src: str, dst: Path, expected: str, *, algo: str = "sha1") -> None:
@@ -90,3 +103,62 @@ def write_archive(result: RunResult, root: Path) -> RunManifest:
             "predictions_sha1": pred_sha1,
         }
     )
+
+
+class ArchivedRun(BaseModel):
+    """A run's artifacts downloaded under `root`, read through its manifest."""
+
+    model_config = ConfigDict(frozen=True)
+
+    root: Path
+    manifest: RunManifest
+
+    @classmethod
+    def read(cls, root: Path, what: str) -> ArchivedRun:
+        """The archive under `root`; `what` names the run in errors (e.g. `run 3f2a…`)."""
+        path = root / MANIFEST
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except OSError:
+            raise InputError(what, f"has no {MANIFEST}: not a run logged by ragtrack") from None
+        except (UnicodeDecodeError, ValueError) as e:
+            raise InputError(f"{what}: {MANIFEST}", f"not valid JSON ({e})") from None
+        try:
+            manifest = RunManifest.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise InputError(f"{what}: {MANIFEST}", f"not a ragtrack manifest: {err['msg']}", field=field) from None
+        return cls(root=root, manifest=manifest)
+
+    def path(self, rel: str | None, what: str) -> Path:
+        """The local path of an archived file; `what` names it in the error when the run did not archive it."""
+        if rel is None or not (self.root / rel).is_file():
+            raise InputError(str(self.root / (rel or what)), f"the run's archive has no {what}")
+        return self.root / rel
+
+    @property
+    def eval_paths(self) -> list[Path]:
+        return [self.path(f.artifact_path, f"eval-set file {f.stem}") for f in self.manifest.eval_files]
+
+    @property
+    def predictions_path(self) -> Path:
+        return self.path(self.manifest.predictions_artifact_path, "predictions file")
+
+    @property
+    def prompt_path(self) -> Path:
+        return self.path(self.manifest.prompt_artifact_path, "prompt file")
+
+    @property
+    def config_path(self) -> Path:
+        return self.path(CONFIG, CONFIG)
+
+    def cases(self) -> pandas.DataFrame:
+        """The per-case table (`cases.parquet`)."""
+        import pandas as pd
+
+        path = self.path(CASES, CASES)
+        try:
+            return pd.read_parquet(path)
+        except Exception as e:  # pyarrow raises several types for a damaged file
+            raise InputError(str(path), f"not a readable Parquet table ({type(e).__name__}: {e})") from None

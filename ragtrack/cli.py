@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrack.config import RunConfig
     from ragtrack.scorers import Scorer
     from ragtrack.types import GateResult, GateSpec
 
@@ -60,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--run", required=True, metavar="RUN_ID", help="the MLflow run whose per-case scores are compared")
     c.add_argument("--column", default="rubric_judge/weighted_score", help="per-case column compared (default: %(default)s)")
     c.add_argument("--tracking-uri", default=None, help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    from ragtrack.cli_runs import add_parsers
+
+    add_parsers(sub)  # compare, audit, rescore
     return p
 
 
@@ -68,50 +70,21 @@ def _finite(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def _read_yaml(path: Path) -> Any:
-    import yaml
-
-    from ragtrack.errors import InputError
-
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError.from_os_error(path, e) from None
-    except UnicodeDecodeError as e:
-        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
-    except yaml.YAMLError as e:
-        raise InputError(str(path), f"not valid YAML: {e}") from None
-
-
 def load_gates_file(path: Path) -> list[GateSpec]:
     """Gates from a YAML file of `{name: ["metric op threshold", ...]}`."""
+    from ragtrack.config import read_yaml
     from ragtrack.errors import InputError
     from ragtrack.gates import parse_gates
 
-    raw = _read_yaml(path) or {}
+    raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise InputError(str(path), "expected a mapping of gate name to conditions")
     return parse_gates(raw, where=str(path))
 
 
-def load_run_config(path: Path) -> RunConfig:
-    """A run's archived `config.yaml` (the YAML dump of its `RunConfig`), validated."""
-    from ragtrack.config import RunConfig
-    from ragtrack.errors import InputError
-
-    raw = _read_yaml(path)
-    if not isinstance(raw, dict):
-        raise InputError(str(path), "expected a run's config.yaml (a mapping with `scorers` and `gates`)")
-    try:
-        return RunConfig.from_container(raw)
-    except InputError as e:
-        raise InputError(str(path), e.problem, where=e.where, field=e.field) from None
-
-
 def _scorers_and_gates(args: argparse.Namespace) -> tuple[list[Scorer], list[GateSpec]]:
     """The scorers and gates named by `--scorer`/`--gates`, or those of `--config`."""
     from ragtrack.errors import InputError
-    from ragtrack.gates import parse_gates
     from ragtrack.scorers import build_scorer
 
     if args.config is None:
@@ -122,13 +95,9 @@ def _scorers_and_gates(args: argparse.Namespace) -> tuple[list[Scorer], list[Gat
     for option in ("scorer", "gates"):
         if getattr(args, option):
             raise InputError("--config", f"--{option} and --config both name the {option}; give one of them")
-    path = Path(args.config)
-    cfg = load_run_config(path)
-    try:
-        scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
-    except InputError as e:  # name the file the parameters came from
-        raise InputError(str(path), e.problem, where=e.file, field=e.field) from None
-    return scorers, parse_gates(cfg.gates, where=f"{path}: gates")
+    from ragtrack.runner import config_scoring
+
+    return config_scoring(Path(args.config))
 
 
 def _gates_failing(results: list[GateResult], allow_skipped: bool) -> list[GateResult]:
@@ -136,24 +105,15 @@ def _gates_failing(results: list[GateResult], allow_skipped: bool) -> list[GateR
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from ragtrack.eval_sets import load_eval_set
-    from ragtrack.gates import applicable_gates
-    from ragtrack.predictions import match_prediction_file
-    from ragtrack.results import case_rows
-    from ragtrack.runner import score
-    from ragtrack.scorers.base import check_applicable
+    from ragtrack.runner import score_files
 
     scorers, gates = _scorers_and_gates(args)
-    eval_set, _ = load_eval_set(args.eval_set)
-    check_applicable(scorers, eval_set)
-    gates, dropped = applicable_gates(gates, [s.name for s in scorers])
-    generation = match_prediction_file(args.predictions, eval_set.cases)
-    outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, gates)
-    rows = case_rows(eval_set.cases, generation.predictions, outputs)
-    for warning in generation.warnings:
+    scored = score_files(args.eval_set, args.predictions, scorers, gates)
+    eval_set, metrics, gate_results, rows = scored.eval_set, scored.metrics, scored.gates, scored.rows
+    for warning in scored.generation.warnings:
         print(f"ragtrack: warning: {warning}", file=sys.stderr)
-    if dropped:
-        names = ", ".join(g.name for g in dropped)
+    if scored.dropped_gates:
+        names = ", ".join(scored.dropped_gates)
         print(f"ragtrack: note: gates not applicable (their scorers did not run): {names}", file=sys.stderr)
     if args.json:
         doc = {
@@ -262,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_list()
         if args.command == "calibrate":
             return cmd_calibrate(args)
+        if args.command in ("compare", "audit", "rescore"):
+            from ragtrack import cli_runs
+
+            return getattr(cli_runs, f"cmd_{args.command}")(args)
     except InputError as e:
         print(f"ragtrack: error: {e}", file=sys.stderr)
         return 2

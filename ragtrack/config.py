@@ -7,6 +7,7 @@ Secrets never live here: generators that need a key read it from the environment
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_json
 
-__all__ = ["RunConfig"]
+__all__ = ["RunConfig", "load_run_config", "read_yaml"]
 
 
 class _Section(BaseModel):
@@ -103,3 +104,28 @@ class RunConfig(_Section):
         the same evaluation to another store or experiment must not change its hash.
         """
         return sha256_json(self.model_dump(mode="json", exclude={"tracking"}))
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content; unreadable, non-UTF-8 or invalid YAML is bad input naming the file."""
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError.from_os_error(path, e) from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
+    except yaml.YAMLError as e:
+        raise InputError(str(path), f"not valid YAML: {e}") from None
+
+
+def load_run_config(path: Path) -> RunConfig:
+    """A run's archived `config.yaml` (the YAML dump of its `RunConfig`), validated."""
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise InputError(str(path), "expected a run's config.yaml (a mapping with `scorers` and `gates`)")
+    try:
+        return RunConfig.from_container(raw)
+    except InputError as e:
+        raise InputError(str(path), e.problem, where=e.where, field=e.field) from None

@@ -7,16 +7,35 @@ gets logged: name, version and every parameter, defaults included.
 
 from __future__ import annotations
 
+import inspect
+import sys
 from abc import ABC
 from collections.abc import Callable
+from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.errors import InputError
+from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ComponentInfo
 
-__all__ = ["Component", "Params", "Registry"]
+__all__ = ["Component", "Params", "Registry", "code_sha256"]
+
+
+@cache
+def code_sha256(cls: type) -> str:
+    """sha256 of the source of the module that defines `cls` (its file's bytes).
+
+    Logged with every run (`scorer/<name>/code_sha256`), so that an audit can tell whether
+    the installed code of a component is the code that produced a score.
+    """
+    module = sys.modules[cls.__module__]
+    try:
+        return sha256_bytes(Path(inspect.getfile(module)).read_bytes())
+    except (OSError, TypeError):  # no source file (e.g. defined interactively): the source inspect can find
+        return sha256_bytes(inspect.getsource(module).encode("utf-8"))
 
 
 class Params(BaseModel):
@@ -44,7 +63,7 @@ class Component(ABC):
     @property
     def info(self) -> ComponentInfo:
         """Name, version and every parameter (defaults included), as logged."""
-        return ComponentInfo(name=self.name, version=self.version, params=self.p.model_dump())
+        return ComponentInfo(name=self.name, version=self.version, params=self.p.model_dump(), code_sha256=code_sha256(type(self)))
 
 
 C = TypeVar("C", bound=Component)

@@ -22,19 +22,24 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack import __version__
-from ragtrack.config import RunConfig
+from ragtrack.config import RunConfig, load_run_config
 from ragtrack.errors import InputError
 from ragtrack.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
 from ragtrack.generators import Generator, build_generator
 from ragtrack.hashing import sha1_file
+from ragtrack.predictions import match_prediction_file
 from ragtrack.prompts import Prompt, load_prompt
 from ragtrack.provenance import git_state
+from ragtrack.results import case_rows
 from ragtrack.scorers import Batch, Scorer, build_scorer
 from ragtrack.scorers.base import check_applicable
-from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, RunManifest, RunResult, ScorerOutput
+from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, RunManifest, RunResult, ScorerOutput, ScoreValue
 
-__all__ = ["PACKAGES", "Stage", "StageSink", "execute_stage", "index_version", "package_versions", "prepare", "run", "run_job", "run_stages", "score"]
+__all__ = [
+    "PACKAGES", "FileScores", "Stage", "StageSink", "config_scoring", "execute_stage", "index_version", "package_versions",
+    "prepare", "run", "run_job", "run_stages", "score", "score_files",
+]
 
 # The libraries whose versions can change a number or its record; logged with every run.
 PACKAGES = ("mlflow", "pydantic", "pandas", "rapidfuzz", "sentence-transformers", "hydra-core", "omegaconf")
@@ -197,6 +202,44 @@ def score(
     gate_results = evaluate_gates(gates, metrics)
     metrics.update(gate_metrics(gate_results))
     return outputs, metrics, gate_results
+
+
+class FileScores(BaseModel):
+    """Predictions from a file scored against eval-set files: what `ragtrack score` prints."""
+
+    model_config = ConfigDict(frozen=True)
+
+    eval_set: EvalSet
+    generation: Generation
+    outputs: list[ScorerOutput]
+    metrics: dict[str, float]
+    gates: list[GateResult]
+    dropped_gates: list[str]  # gates whose scorers did not run
+    rows: list[dict[str, ScoreValue]]  # one per case, as in `cases.parquet`
+
+
+def config_scoring(path: Path) -> tuple[list[Scorer], list[GateSpec]]:
+    """The scorers (with their parameters) and gates of a run's archived `config.yaml`."""
+    cfg = load_run_config(path)
+    try:
+        scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
+    except InputError as e:  # name the file the parameters came from
+        raise InputError(str(path), e.problem, where=e.file, field=e.field) from None
+    return scorers, parse_gates(cfg.gates, where=f"{path}: gates")
+
+
+def score_files(
+    eval_files: Sequence[str | Path], predictions: str | Path, scorers: Sequence[Scorer], gates: Sequence[GateSpec]
+) -> FileScores:
+    """Score a predictions file against eval-set files, without MLflow (`ragtrack score`, audits)."""
+    eval_set, _ = load_eval_set([str(f) for f in eval_files])
+    check_applicable(scorers, eval_set)
+    kept, dropped = applicable_gates(gates, [s.name for s in scorers])
+    generation = match_prediction_file(predictions, eval_set.cases)
+    outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, kept)
+    rows = case_rows(eval_set.cases, generation.predictions, outputs)
+    return FileScores(eval_set=eval_set, generation=generation, outputs=outputs, metrics=metrics, gates=gate_results,
+                      dropped_gates=[g.name for g in dropped], rows=rows)
 
 
 # A sink opens a context for one stage ("full", "dev", or the "staged" parent around

@@ -194,6 +194,7 @@ class ComponentInfo(_Frozen):
     name: str
     version: str
     params: dict[str, ScoreValue | list[ScoreValue] | dict[str, float]]
+    code_sha256: str | None = None  # sha256 of the component's module source; None in runs logged before it was recorded
 
 
 class CaseScore(_Frozen):

@@ -117,3 +117,11 @@ def make_config(files: dict[str, Path], *, predictions: str = "good", **sections
     }
     data.update(sections)
     return RunConfig.from_container(data)
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory):
+    """One SQLite store for the whole session with runs of the demo's lora_b/v2 (see `tests.demo_runs.DemoStore`)."""
+    from tests.demo_runs import DemoStore
+
+    return DemoStore(tmp_path_factory.mktemp("demo_store"))

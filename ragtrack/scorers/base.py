@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.errors import InputError
 from ragtrack.registry import Component, Params, Registry
-from ragtrack.types import EvalCase, EvalFormat, EvalSet, Generation, Prediction, ScorerOutput
+from ragtrack.types import EvalCase, EvalFormat, EvalSet, Generation, Prediction, ScorerOutput, ScoreValue
 
 __all__ = [
     "SCORERS",
     "SECTION_FORMATS",
     "Batch",
+    "CaseColumns",
+    "CaseTerms",
     "Scorer",
     "ScorerParams",
     "Section",
@@ -31,6 +33,8 @@ __all__ = [
     "check_applicable",
     "get_scorer_class",
     "mean_or_nan",
+    "mean_terms",
+    "present",
     "register_scorer",
     "scorer_names",
 ]
@@ -64,6 +68,45 @@ Section = Literal["expected", "gold", "reference"]
 SECTION_FORMATS: dict[str, EvalFormat] = {"expected": "question_v2", "gold": "qaset", "reference": "rag"}
 
 
+CaseColumns = Mapping[str, Sequence[ScoreValue]]  # per-case columns by name, as in `cases.parquet` (one value per case)
+
+
+class CaseTerms(BaseModel):
+    """An aggregate metric written as per-case terms: `metric = Σ num / Σ den` (`empty` when `Σ den` is 0).
+
+    A case with `den` 0 does not count toward the metric (its scorer skipped it, or it
+    lies outside the metric's denominator, e.g. an unanswerable question for
+    over-refusal). `binary`: every counted case's `num` is 0 or 1, a pass/fail flag.
+    This is what lets `ragtrack compare` resample cases (paired bootstrap), pair pass/fail
+    flags (McNemar) and name the cases that moved, for any scorer that declares its terms.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    num: list[float]
+    den: list[float]
+    binary: bool = False
+    higher_is_better: bool = True
+    empty: float = math.nan
+
+
+def present(v: ScoreValue) -> bool:
+    """A per-case value that was computed: not None (scorer skipped the case) and not NaN."""
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def mean_terms(metric: str, values: Sequence[ScoreValue], *, binary: bool = False, higher_is_better: bool = True) -> CaseTerms:
+    """Terms of a plain mean over the cases that have a value (`mean_or_nan` of a column)."""
+    return CaseTerms(
+        metric=metric,
+        num=[float(v) if present(v) else 0.0 for v in values],  # type: ignore[arg-type]
+        den=[1.0 if present(v) else 0.0 for v in values],
+        binary=binary,
+        higher_is_better=higher_is_better,
+    )
+
+
 class Scorer(Component):
     """Base class: subclasses set `name`, `version`, `section`, `Params` and implement `score`.
 
@@ -77,6 +120,16 @@ class Scorer(Component):
     @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:
         """Score every case of the batch this scorer applies to."""
+
+    @classmethod
+    def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
+        """Each aggregate metric that is a ratio of per-case sums, from this scorer's per-case columns.
+
+        Each metric states its direction here (`higher_is_better`), next to its definition.
+        `Σ num / Σ den` must equal the logged metric bit for bit. A scorer whose metrics
+        are not such ratios returns none: they are then compared run to run, not case by case.
+        """
+        return []
 
 
 def check_applicable(scorers: Sequence[Scorer], eval_set: EvalSet) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ragtrack.scorers.base import Batch, Scorer, ScorerParams, mean_or_nan, register_scorer
+from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
 from ragtrack.text import bigrams_normed, evidence_keywords, fuzzy_equal_normed, norm
 from ragtrack.types import CaseScore, ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
 
@@ -32,6 +32,7 @@ SUBSCORES = (
 )
 _STR_KEYS = ("target_audience", "main_topic", "sub_topic", "original_evidence")
 _STR_LIST_KEYS = ("detailed_description", "predicted_questions")
+_LABEL_KEYS = ("target_audience", "main_topic", "sub_topic")  # subscores that are 1 or 0 (fuzzy_equal)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_\-]*(.*)```\Z", re.DOTALL)
 
 
@@ -143,6 +144,15 @@ class EvalJsonV2Scorer(Scorer):
                 rows.append(CaseScore(case_id=case.id, values=self.score_case(case, pred)))
         return ScorerOutput(info=self.info, cases=rows, metrics=self.aggregate(rows), report_md=self.report(rows))
 
+    @classmethod
+    def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
+        """Every metric is a mean over the cases scored; schema_ok and the three label matches are pass/fail."""
+        return [
+            mean_terms(f"{NAME}/eval_score_avg", columns[f"{NAME}/score"]),
+            mean_terms(f"{NAME}/schema_pass_rate", columns[f"{NAME}/schema_ok"], binary=True),
+            *(mean_terms(f"{NAME}/{k}", columns[f"{NAME}/{k}"], binary=k in _LABEL_KEYS) for k in SUBSCORES),
+        ]
+
     # -------------------------------------------------------------- one case
 
     def score_case(self, case: EvalCase, pred: Prediction) -> dict[str, ScoreValue]:
@@ -152,7 +162,7 @@ class EvalJsonV2Scorer(Scorer):
         subs = dict.fromkeys(SUBSCORES, 0.0)
         if got is not None:
             exp = case.expected.answer_example
-            for key in ("target_audience", "main_topic", "sub_topic"):
+            for key in _LABEL_KEYS:
                 subs[key] = 1.0 if self._eq(_Normed(getattr(exp, key)), _Normed(got[key])) else 0.0
             subs["detailed_description_f1"] = self._list_f1(
                 exp.detailed_description, got["detailed_description"][: p.max_description_items]

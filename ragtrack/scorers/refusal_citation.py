@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from pydantic import field_validator
 
-from ragtrack.scorers.base import Batch, Scorer, ScorerParams, register_scorer
+from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, register_scorer
 from ragtrack.text import cjk_runs, norm
 from ragtrack.types import CaseScore, Gold, Prediction, ScorerOutput, ScoreValue
 
@@ -41,6 +41,7 @@ __all__ = [
 
 NAME = "refusal_citation"
 LABELS = ("OK", "REFUSAL_OK", "OVER_REFUSAL", "HALLUCINATION", "ANS_NO_HIT")
+ANSWERABLE_LABELS = frozenset({"OK", "OVER_REFUSAL", "ANS_NO_HIT"})  # `label` gives the gold's `answerable` back
 
 # The reference's patterns, unchanged.
 _CIT_RE = re.compile(r"citations\s*:\s*\[([^\]]*)\]", re.IGNORECASE)
@@ -186,6 +187,39 @@ class RefusalCitationScorer(Scorer):
             answerable.append(case.gold.answerable)
         metrics = self.aggregate(rows, answerable, batch.n_unmatched + extra_unmatched, batch.duplicates_dropped)
         return ScorerOutput(info=self.info, cases=rows, metrics=metrics, report_md=self.report(rows, metrics))
+
+    @classmethod
+    def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
+        """The five rates and compliance as pass/fail flags over their denominators (0 when empty, as `_rate`).
+
+        A case was scored when it has a label; the label tells whether it was answerable.
+        Over- and under-refusal are the rates where lower is better.
+        """
+        labels = columns[f"{NAME}/label"]
+        scored = [isinstance(x, str) for x in labels]
+        pos = [x in ANSWERABLE_LABELS for x in labels]
+        neg = [s and not p for s, p in zip(scored, pos)]
+
+        def flag(key: str) -> list[bool]:
+            return [s and bool(v) for s, v in zip(scored, columns[f"{NAME}/{key}"])]
+
+        refusal, hit, has_citations = flag("refusal"), flag("hit"), flag("has_citations")
+        answered = [s and not r for s, r in zip(scored, refusal)]
+
+        def rate(metric: str, num: list[bool], den: list[bool], *, higher_is_better: bool = True) -> CaseTerms:
+            return CaseTerms(metric=f"{NAME}/{metric}", num=[float(n and d) for n, d in zip(num, den)],
+                             den=[float(d) for d in den], binary=True, higher_is_better=higher_is_better, empty=0.0)
+
+        answered_hit = [a and h for a, h in zip(answered, hit)]
+        return [
+            rate("precision", [p and h for p, h in zip(pos, hit)], answered),
+            rate("over_refusal", refusal, pos, higher_is_better=False),
+            rate("under_refusal", answered, neg, higher_is_better=False),
+            rate("citation_hit_rate", answered_hit, pos),
+            rate("claim_containment", [a and c for a, c in zip(answered, flag("contain"))], pos),
+            rate("claim_containment_cjk", [a and c for a, c in zip(answered, flag("contain_cjk"))], pos),
+            rate("compliance", [c or r for c, r in zip(has_citations, refusal)], scored),
+        ]
 
     def score_case(self, gold: Gold, pred: Prediction) -> dict[str, ScoreValue]:
         ans = pred.answer

@@ -4,6 +4,7 @@
 `session`: connecting a command to a store (and reaping its dead runs), choosing a run's experiment.
 `reaper`: runs left RUNNING by processes that are gone.
 `store`: opening a store that several processes share (locked migration, WAL) and race-safe dataset inputs.
+`reader`: logged runs read back (record, artifacts, an experiment's runs) for compare, audit and rescore.
 """
 
 from ragtrack.tracking.sink import (

@@ -106,6 +106,8 @@ def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
         params.update({f"generator/{m.generator.name}/{k}": v for k, v in m.generator_provenance.items()})
         for s in m.scorers:
             params[f"scorer/{s.name}/version"] = s.version
+            if s.code_sha256 is not None:
+                params[f"scorer/{s.name}/code_sha256"] = s.code_sha256
             params.update({f"scorer/{s.name}/{k}": _param_value(v) for k, v in s.params.items()})
         if m.subset is not None:
             params.update(subset_parent=m.subset.parent_version, subset_seed=str(m.subset.seed), subset_n=str(m.subset.n))

@@ -39,3 +39,14 @@ def test_scorer_that_applies_to_no_case_is_an_error_naming_it_and_the_files() ->
         "scorers: eval_json_v2: needs question_v2 items (with `expected`), and no case of the eval set has them; "
         "eval-set files: data/qaset.json (qaset)"
     )
+
+
+@pytest.mark.parametrize("name", ["eval_json_v2", "refusal_citation"])
+def test_scorer_info_carries_the_sha256_of_its_module_source(name: str) -> None:
+    import inspect
+    import sys
+
+    from ragtrack.hashing import sha256_file
+
+    scorer = build_scorer(name)
+    assert scorer.info.code_sha256 == sha256_file(inspect.getfile(sys.modules[type(scorer).__module__]))

@@ -59,6 +59,16 @@ def test_scorer_versions_and_parameters_are_params(logged):
     assert p["scorer/eval_json_v2/jaccard_threshold"] == "0.72"
 
 
+def test_scorer_code_hashes_are_params_and_in_the_manifest(logged):
+    client, run, result, _ = logged
+    p = run.data.params
+    manifest = json.loads(Path(client.download_artifacts(run.info.run_id, "manifest.json")).read_text(encoding="utf-8"))
+    for s in result.manifest.scorers:
+        assert p[f"scorer/{s.name}/code_sha256"] == s.code_sha256
+        assert {"name": s.name, "code_sha256": s.code_sha256}.items() <= next(
+            m for m in manifest["scorers"] if m["name"] == s.name).items()
+
+
 def test_provenance_params(logged):
     _, run, _, cfg = logged
     p = run.data.params

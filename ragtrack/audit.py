@@ -1,0 +1,299 @@
+"""Prove a logged run: re-derive every hash it recorded and re-score its archived answers.
+
+`audit` takes what the store recorded (status, params, metrics) and the run's downloaded
+artifacts, and returns one `Check` per claim:
+
+- each archived eval-set file's sha1 gives the logged `eval_set_version` (`<stem>@<sha1>`);
+- the archived prompt's sha256 equals `prompt_sha256`;
+- `index_version` re-derives from the index when its inputs are here (`runner.index_version`,
+  the same function the run used; a configured version is a label and is compared as such);
+- the archived `config.yaml` hashes to `config_sha256`;
+- each scorer the run used is installed here with the same name, version and code hash;
+- the archived predictions file's sha1 equals the recorded one;
+- re-scoring the archived predictions against the archived eval files, with the scorers and
+  gates of the archived config (exactly `ragtrack score --config`), gives every logged
+  metric bit for bit, and the per-case table `cases.parquet` row for row.
+
+A check that cannot be made (e.g. the index file is neither archived nor present) is
+`skip`, never `pass`. `case_detail` shows one case with the versions behind its scores.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ragtrack.archive import ArchivedRun
+from ragtrack.config import RunConfig, load_run_config
+from ragtrack.errors import InputError
+from ragtrack.hashing import sha1_file, sha256_file
+from ragtrack.redact import MASK
+from ragtrack.types import ContextChunk, ScoreValue
+
+if TYPE_CHECKING:
+    from ragtrack.runner import FileScores
+    from ragtrack.tracking.reader import LoggedRun
+
+__all__ = ["AuditReport", "CaseDetail", "Check", "audit", "case_detail", "rescore_archive"]
+
+Status = Literal["pass", "fail", "skip"]
+
+
+class Check(BaseModel):
+    """One claim of the run and whether it holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    status: Status
+    detail: str
+
+
+class AuditReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    checks: list[Check]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+
+def _short(h: str | None) -> str:
+    return "(none)" if not h else f"{h[:12]}…"
+
+
+def _check(name: str, ok: bool, good: str, bad: str) -> Check:
+    return Check(name=name, status="pass" if ok else "fail", detail=good if ok else bad)
+
+
+# ------------------------------------------------------------------ the checks
+
+
+def _status(run: LoggedRun) -> Check:
+    return _check("run status", run.status == "FINISHED", "FINISHED", f"{run.status}: its numbers are not final")
+
+
+def _eval_files(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
+    logged = run.params.get("eval_set_version", "").split("+")
+    files = archive.manifest.eval_files
+    if len(logged) != len(files):
+        detail = f"logged eval_set_version {run.params.get('eval_set_version')!r} names {len(logged)} file(s); the archive has {len(files)}"
+        return [Check(name="eval files", status="fail", detail=detail)]
+    out = []
+    for f, version in zip(files, logged):
+        name = f"eval file {f.artifact_path}"
+        try:
+            actual = sha1_file(archive.path(f.artifact_path, f"eval-set file {f.stem}"))
+        except InputError as e:
+            out.append(Check(name=name, status="fail", detail=str(e)))
+            continue
+        derived = f"{f.stem}@{actual}"
+        out.append(_check(name, derived == version, f"sha1 {_short(actual)} gives the logged {f.stem}@{_short(actual)}",
+                          f"sha1 is {_short(actual)}, logged {version}"))
+    return out
+
+
+def _prompt(run: LoggedRun, archive: ArchivedRun) -> Check:
+    logged = run.params.get("prompt_sha256")
+    try:
+        path = archive.prompt_path
+    except InputError as e:
+        return Check(name="prompt", status="fail", detail=str(e))
+    actual = sha256_file(path)
+    name = f"prompt {archive.manifest.prompt_artifact_path}"
+    return _check(name, actual == logged, f"sha256 {_short(actual)} = prompt_sha256", f"sha256 is {_short(actual)}, logged prompt_sha256 {_short(logged)}")
+
+
+def index_check(cfg: RunConfig, logged: str | None) -> Check:
+    """`index_version` as the run derived it (`runner.index_version`), when its inputs are here.
+
+    Today an index is a file (`index.path`, hashed) or a configured label (`index.version`).
+    This is the seam for indexes with more inputs: whatever `runner.index_version` derives
+    from, an input it cannot find is a skipped check, not a failed one.
+    """
+    from ragtrack.runner import index_version
+
+    if cfg.index.version:
+        return _check("index", cfg.index.version == logged, f"configured version {logged!r} (a label: nothing to re-derive from content)",
+                      f"configured version {cfg.index.version!r}, logged {logged!r}")
+    try:
+        derived = index_version(cfg)
+    except InputError:
+        return Check(name="index", status="skip", detail=f"{cfg.index.path}: neither archived nor present here, so {logged} is not re-derived")
+    return _check("index", derived == logged, f"{cfg.index.path} re-derives {derived}", f"{cfg.index.path} gives {derived}, logged {logged}")
+
+
+def _config(run: LoggedRun, archive: ArchivedRun) -> tuple[list[Check], RunConfig | None]:
+    logged = run.params.get("config_sha256")
+    try:
+        path = archive.config_path
+        cfg = load_run_config(path)
+    except InputError as e:
+        return [Check(name="config", status="fail", detail=str(e))], None
+    actual = cfg.sha256
+    bad = f"sha256 of the resolved config is {_short(actual)}, logged config_sha256 {_short(logged)}"
+    if actual != logged and MASK in path.read_text(encoding="utf-8"):
+        bad += f" (the archived config has masked values {MASK!r}: a secret reached the config)"
+    checks = [_check("config.yaml", actual == logged, f"sha256 {_short(actual)} = config_sha256", bad)]
+    return checks + [index_check(cfg, run.params.get("index_version"))], cfg
+
+
+def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
+    from ragtrack.registry import code_sha256
+    from ragtrack.scorers.base import get_scorer_class
+
+    out = []
+    for s in archive.manifest.scorers:
+        version = run.params.get(f"scorer/{s.name}/version", s.version)
+        code = run.params.get(f"scorer/{s.name}/code_sha256", s.code_sha256)
+        name = f"scorer {s.name}"
+        try:
+            cls = get_scorer_class(s.name)
+        except InputError:
+            out.append(Check(name=name, status="fail", detail=f"v{version} is not installed here"))
+            continue
+        installed = code_sha256(cls)
+        problems = []
+        if cls.version != version:
+            problems.append(f"logged v{version}, installed v{cls.version}")
+        if code is not None and code != installed:
+            problems.append(f"logged code sha256 {_short(code)}, installed {_short(installed)}")
+        code_note = f"code sha256 {_short(installed)}" if code is not None else "code hash not logged by this run"
+        out.append(_check(name, not problems, f"v{version} installed, {code_note}", "; ".join(problems)))
+    return out
+
+
+def _predictions(run: LoggedRun, archive: ArchivedRun) -> Check:
+    m = archive.manifest
+    name = f"predictions {m.predictions_artifact_path}"
+    try:
+        actual = sha1_file(archive.predictions_path)
+    except InputError as e:
+        return Check(name=name, status="fail", detail=str(e))
+    # A full stage replaying a file archives it whole: its sha1 is also a param (in the store, not the archive).
+    param = run.params.get(f"generator/{m.generator.name}/predictions_sha1") if m.subset is None else None
+    expected = param or m.predictions_sha1
+    return _check(name, actual == expected, f"sha1 {_short(actual)} = recorded", f"sha1 is {_short(actual)}, recorded {_short(expected)}")
+
+
+def rescore_archive(archive: ArchivedRun) -> FileScores:
+    """The archived predictions scored against the archived eval files with the archived config's scorers and gates."""
+    from ragtrack.runner import config_scoring, score_files
+
+    scorers, gates = config_scoring(archive.config_path)
+    return score_files(archive.eval_paths, archive.predictions_path, scorers, gates)
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _metrics(run: LoggedRun, scored: FileScores) -> Check:
+    logged = {k: v for k, v in run.metrics.items() if not k.startswith("timing/")}
+    derived = {k: v for k, v in scored.metrics.items() if not math.isnan(v)}  # NaN is not logged
+    wrong = [k for k in sorted(set(logged) | set(derived)) if not _same(logged.get(k), derived.get(k))]
+    shown = "; ".join(f"{k}: logged {logged.get(k)!r}, re-scored {derived.get(k)!r}" for k in wrong[:3])
+    more = f" … and {len(wrong) - 3} more" if len(wrong) > 3 else ""
+    return _check("re-score: metrics", not wrong, f"all {len(logged)} logged metrics re-derived bit for bit",
+                  f"{len(wrong)} metric(s) differ: {shown}{more}")
+
+
+def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
+    import pandas as pd
+
+    try:
+        logged = archive.cases()
+    except InputError as e:
+        return Check(name="re-score: cases.parquet", status="fail", detail=str(e))
+    buf = io.BytesIO()  # through Parquet, as the run wrote it, so that types compare like for like
+    pd.DataFrame(scored.rows).to_parquet(buf, index=False)
+    derived = pd.read_parquet(io.BytesIO(buf.getvalue()))
+    if list(logged.columns) != list(derived.columns) or len(logged) != len(derived):
+        return Check(name="re-score: cases.parquet", status="fail",
+                     detail=f"logged table has {len(logged)} rows × {len(logged.columns)} columns, re-scored {len(derived)} × {len(derived.columns)}")
+    differing = [c for c in logged.columns if not logged[c].equals(derived[c])]
+    return _check("re-score: cases.parquet", not differing, f"all {len(logged)} rows × {len(logged.columns)} columns equal",
+                  f"column(s) differ: {', '.join(differing[:5])}")
+
+
+def audit(run: LoggedRun, archive: ArchivedRun) -> AuditReport:
+    """Every check of the run (see the module docstring), in a fixed order."""
+    checks = [_status(run), *_eval_files(run, archive), _prompt(run, archive)]
+    config_checks, cfg = _config(run, archive)
+    checks += config_checks + _scorers(run, archive) + [_predictions(run, archive)]
+    try:
+        scored = rescore_archive(archive)
+    except InputError as e:
+        checks.append(Check(name="re-score", status="fail", detail=f"cannot re-score: {e}"))
+    else:
+        checks += [_metrics(run, scored), _cases(archive, scored)]
+    return AuditReport(run_id=run.run_id, checks=checks)
+
+
+# ------------------------------------------------------------------ one case
+
+
+class CaseDetail(BaseModel):
+    """One case of a run: what was asked, what the model saw and said, every score and what produced it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    case_id: str
+    question: str
+    contexts: list[ContextChunk]
+    answer: str
+    missing: bool
+    scores: dict[str, ScoreValue]  # as logged in cases.parquet
+    rescored: dict[str, ScoreValue]  # re-scored from the archive
+    versions: dict[str, str]
+
+
+def case_detail(run: LoggedRun, archive: ArchivedRun, case_id: str) -> CaseDetail:
+    scored = rescore_archive(archive)
+    ids = [c.id for c in scored.eval_set.cases]
+    if case_id not in ids:
+        sample = ", ".join(ids[:5])
+        raise InputError(f"run {run.run_id}", f"no case {case_id!r} ({len(ids)} cases, e.g. {sample})", field="--case")
+    i = ids.index(case_id)
+    case, pred = scored.eval_set.cases[i], scored.generation.predictions[i]
+    frame = archive.cases()
+    row = frame[frame["id"].astype(str) == case_id]
+    logged = {k: _plain(v) for k, v in row.iloc[0].items()} if len(row) else {}
+    m = archive.manifest
+    versions = {
+        "model_id": m.model_id,
+        "adapter_id": m.adapter_id,
+        "prompt": f"{m.prompt_version} (sha256 {m.prompt_sha256})",
+        "eval_set_version": m.eval_set_version,
+        "index_version": m.index_version,
+        "config_sha256": m.config_sha256,
+        f"generator {m.generator.name}": f"v{m.generator.version}",
+        **{f"scorer {s.name}": f"v{s.version}, code sha256 {s.code_sha256 or '(not logged)'}, params {s.params}" for s in m.scorers},
+    }
+    keep = [k for k in scored.rows[i] if "/" in k]
+    return CaseDetail(
+        case_id=case_id,
+        question=case.question,
+        contexts=pred.contexts,
+        answer=pred.answer,
+        missing=pred.missing,
+        scores={k: logged.get(k) for k in keep},
+        rescored={k: scored.rows[i][k] for k in keep},
+        versions=versions,
+    )
+
+
+def _plain(v: object) -> ScoreValue:
+    """A pandas cell as a plain value (NaN from a missing string or number: None)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if hasattr(v, "item"):  # numpy scalars
+        v = v.item()  # type: ignore[union-attr]
+    return v  # type: ignore[return-value]

@@ -1,0 +1,106 @@
+"""Reading logged runs back: a run's record, its artifacts, the runs of an experiment; adding artifacts later.
+
+`compare`, `audit` and `rescore` read runs through here. A store that does not exist is
+bad input (reading must never create one), and so is a run id the store does not know.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+from pydantic import BaseModel, ConfigDict
+
+from ragtrack.errors import InputError
+from ragtrack.redact import redact_text
+from ragtrack.tracking.session import connect
+from ragtrack.tracking.store import sqlite_path
+
+__all__ = ["LoggedRun", "download_artifacts", "find_runs", "get_run", "log_artifacts"]
+
+RUN_STAGES = ("full", "dev")  # runs that carry a stage's artifacts (a sweep's or staged job's parent does not)
+
+
+class LoggedRun(BaseModel):
+    """A run as the store records it: where it lives, how it ended, its params, metrics and tags."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    run_name: str
+    experiment_id: str
+    experiment_name: str
+    status: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+    tags: dict[str, str]
+
+
+def _client(uri: str) -> MlflowClient:
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():
+        raise InputError(str(db), "no tracking store here (run from the directory holding mlflow.db, or set --tracking-uri / MLFLOW_TRACKING_URI)")
+    return connect(uri)
+
+
+def _logged(client: MlflowClient, run) -> LoggedRun:  # noqa: ANN001 (mlflow.entities.Run)
+    exp = client.get_experiment(run.info.experiment_id)
+    return LoggedRun(
+        run_id=run.info.run_id,
+        run_name=run.info.run_name or "",
+        experiment_id=run.info.experiment_id,
+        experiment_name=exp.name,
+        status=run.info.status,
+        params=dict(run.data.params),
+        metrics=dict(run.data.metrics),
+        tags=dict(run.data.tags),
+    )
+
+
+def get_run(uri: str, run_id: str) -> LoggedRun:
+    """The run `run_id`; an id the store does not know is bad input."""
+    client = _client(uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        raise InputError(f"run {run_id}", f"no such run in {redact_text(uri)}") from None
+    return _logged(client, run)
+
+
+def find_runs(uri: str, experiment: str, params: Mapping[str, str]) -> list[LoggedRun]:
+    """The finished stage runs of `experiment` whose params equal `params`, oldest first."""
+    client = _client(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        raise InputError(f"experiment {experiment}", f"no such experiment in {redact_text(uri)}")
+    parts = ["attributes.status = 'FINISHED'"]
+    for key, value in params.items():
+        if "`" in key or "'" in value:
+            raise InputError("--param", "a key may not hold ` and a value may not hold '", field=f"{key}={value}")
+        parts.append(f"params.`{key}` = '{value}'")
+    runs = client.search_runs([exp.experiment_id], filter_string=" and ".join(parts), order_by=["attributes.start_time ASC"])
+    return [_logged(client, r) for r in runs if r.data.tags.get("ragtrack.stage") in RUN_STAGES]
+
+
+def download_artifacts(uri: str, run: LoggedRun, dst: Path, path: str = "") -> Path:
+    """Download the run's artifact `path` (all of them when empty) into `dst`; the local path.
+
+    A run without that artifact (not logged by ragtrack, or the parent of a sweep or staged
+    job) is bad input naming the run and what is missing.
+    """
+    client = _client(uri)
+    dst.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a progress bar per file would fill the console
+    try:
+        local = Path(client.download_artifacts(run.run_id, path, str(dst)))
+    except (MlflowException, OSError) as e:
+        raise InputError(f"run {run.run_id}", f"cannot download artifact {path or '(all)'}: {redact_text(str(e)).splitlines()[0]}") from None
+    return local
+
+
+def log_artifacts(uri: str, run_id: str, local_dir: Path, artifact_path: str) -> None:
+    """Add the files of `local_dir` to a finished run's artifacts under `artifact_path`."""
+    _client(uri).log_artifacts(run_id, str(local_dir), artifact_path)

@@ -1,0 +1,111 @@
+"""`ragtrack audit` on real runs: an untouched run passes every check; each kind of tampering fails its check."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ragtrack.cli import main
+from tests.demo_runs import artifact_dir
+
+
+def _audit(capsys, uri, *args):
+    capsys.readouterr()
+    code = main(["audit", *args, "--tracking-uri", uri])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _failed(out: str) -> list[str]:
+    return [line.split(":")[0][2:] for line in out.splitlines() if line.startswith("✗ ")]
+
+
+def test_untouched_run_passes_every_check(demo_store, capsys):
+    code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"])
+    marks = [line[0] for line in out.splitlines()[1:-1]]
+    assert (code, set(marks)) == (0, {"✓"})
+    assert "✓ index: " in out and "✓ re-score: metrics: all 28 logged metrics re-derived bit for bit" in out, out
+
+
+def _tamper_file(rel: str, old: str, new: str):
+    def tamper(store, run_id):
+        path = artifact_dir(store.uri, run_id) / rel
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return tamper
+
+
+def _tamper_db(table: str, key: str, column: str, value: str):
+    def tamper(store, run_id):
+        con = sqlite3.connect(store.tmp / "mlflow.db")
+        with con:
+            tables = [table, "latest_metrics"] if table == "metrics" else [table]
+            for t in tables:
+                n = con.execute(f"UPDATE {t} SET {column} = ? WHERE run_uuid = ? AND key = ?", (value, run_id, key)).rowcount
+                assert n == 1
+        con.close()
+    return tamper
+
+
+TAMPERING = {
+    "eval file": (_tamper_file("inputs/0/questions.json", "退款", "退货"), ["eval file inputs/0/questions.json", "re-score"]),
+    "prompt": (_tamper_file("prompt/v2.md", "JSON", "YAML"), ["prompt prompt/v2.md"]),
+    "config": (_tamper_file("config.yaml", "eval_json_v2: {}", "eval_json_v2: {min_evidence_chars: 400}"), ["config.yaml", "re-score"]),
+    "predictions": (_tamper_file("predictions/lora_b__v2.jsonl", '"answer": "{', '"answer": "Sure: {'),
+                    ["predictions predictions/lora_b__v2.jsonl", "re-score"]),
+    "metric value": (_tamper_db("metrics", "eval_json_v2/eval_score_avg", "value", "99.5"), ["re-score"]),
+    "scorer code hash": (_tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", "0" * 64), ["scorer eval_json_v2"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(TAMPERING))
+def test_tampering_fails_its_check_and_the_audit(demo_store, capsys, kind):
+    tamper, failing = TAMPERING[kind]
+    run_id = demo_store.new_run()
+    tamper(demo_store, run_id)
+    code, out, _ = _audit(capsys, demo_store.uri, run_id)
+    assert code == 1
+    assert set(failing) <= set(_failed(out)), out
+
+
+def test_a_changed_metric_is_named_with_both_values(demo_store, capsys):
+    run_id = demo_store.new_run()
+    _tamper_db("metrics", "refusal_citation/precision", "value", "0.5")(demo_store, run_id)
+    _, out, _ = _audit(capsys, demo_store.uri, run_id)
+    assert "✗ re-score: metrics: 1 metric(s) differ: refusal_citation/precision: logged 0.5, re-scored 1.0" in out
+
+
+def test_case_shows_question_contexts_answer_subscores_and_versions(demo_store, capsys):
+    code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["planted"], "--case", "q03")
+    assert code == 0
+    assert "question:\n  流明云哪些费用是不能退款的？" in out
+    assert "contexts (" in out and "policies/refund_policy.md" in out
+    assert "raw answer:\n  Sure! Here is the answer: {" in out
+    assert "✓ eval_json_v2/schema_ok                False | False" in out
+    assert "scorer eval_json_v2: v1, code sha256 " in out and "prompt: v2 (sha256 " in out
+
+
+def test_unknown_case_is_one_line(demo_store, capsys):
+    code, out, err = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--case", "nope")
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert "no case 'nope' (52 cases, e.g. q01, q02" in err
+
+
+def test_a_run_logged_before_code_hashes_still_passes_and_says_so(demo_store, capsys):
+    import json
+
+    run_id = demo_store.new_run()
+    con = sqlite3.connect(demo_store.tmp / "mlflow.db")
+    with con:
+        con.execute("DELETE FROM params WHERE run_uuid = ? AND key LIKE 'scorer/%/code_sha256'", (run_id,))
+    con.close()
+    path = artifact_dir(demo_store.uri, run_id) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    for s in manifest["scorers"]:
+        del s["code_sha256"]
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    code, out, _ = _audit(capsys, demo_store.uri, run_id)
+    assert code == 0
+    assert "✓ scorer eval_json_v2: v1 installed, code hash not logged by this run" in out
