@@ -173,7 +173,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from ragtrack.calibration import calibrate, read_golden
     from ragtrack.errors import InputError
     from ragtrack.tracking import resolve_tracking_uri
-    from ragtrack.tracking.runs import CASES_ARTIFACT, log_calibration, read_cases
+    from ragtrack.tracking.reader import CASES_ARTIFACT, log_calibration, read_cases
 
     golden = Path(args.golden)
     human, lines = read_golden(golden)

@@ -1,25 +1,36 @@
-"""Reading logged runs back: a run's record, its artifacts, the runs of an experiment; adding artifacts later.
+"""Reading logged runs back: a run's record, its artifacts, the runs of an experiment; adding to them later.
 
-`compare`, `audit` and `rescore` read runs through here. A store that does not exist is
+`compare`, `audit`, `rescore` and `calibrate` read runs through here. A store that does not exist is
 bad input (reading must never create one), and so is a run id the store does not know.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from mlflow.entities import Metric, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.errors import InputError
+from ragtrack.hashing import sha1_file
 from ragtrack.redact import redact_text
 from ragtrack.tracking.session import connect
 from ragtrack.tracking.store import sqlite_path
 
-__all__ = ["LoggedRun", "download_artifacts", "find_runs", "get_run", "log_artifacts"]
+if TYPE_CHECKING:
+    import pandas
+
+__all__ = ["CASES_ARTIFACT", "LoggedRun", "download_artifacts", "find_runs", "get_run", "log_artifacts", "log_calibration", "read_cases"]
+
+CASES_ARTIFACT = "cases.parquet"  # the per-case table every stage run logs
 
 RUN_STAGES = ("full", "dev")  # runs that carry a stage's artifacts (a sweep's or staged job's parent does not)
 
@@ -104,3 +115,22 @@ def download_artifacts(uri: str, run: LoggedRun, dst: Path, path: str = "") -> P
 def log_artifacts(uri: str, run_id: str, local_dir: Path, artifact_path: str) -> None:
     """Add the files of `local_dir` to a finished run's artifacts under `artifact_path`."""
     _client(uri).log_artifacts(run_id, str(local_dir), artifact_path)
+
+
+def read_cases(uri: str, run_id: str) -> "pandas.DataFrame":
+    """The run's per-case table (`cases.parquet`)."""
+    import pandas as pd
+
+    run = get_run(uri, run_id)
+    with tempfile.TemporaryDirectory(prefix="ragtrack-") as tmp:
+        return pd.read_parquet(download_artifacts(uri, run, Path(tmp), CASES_ARTIFACT))
+
+
+def log_calibration(uri: str, run_id: str, metrics: dict[str, float], golden: Path, column: str) -> None:
+    """Log calibration metrics (not NaN ones) to the run, with the golden file as an artifact and its version as a tag."""
+    client = _client(uri)
+    now = int(time.time() * 1000)
+    entries = [Metric(k, v, now, 0) for k, v in sorted(metrics.items()) if not math.isnan(v)]
+    tags = [RunTag("ragtrack.calibration_golden", f"{golden.stem}@{sha1_file(golden)}"), RunTag("ragtrack.calibration_column", column)]
+    client.log_batch(run_id, metrics=entries, tags=tags, synchronous=True)
+    client.log_artifact(run_id, str(golden), "calibration")
