@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", required=True, type=int, help="random seed")
     b.add_argument("--out", required=True, metavar="FILE", help="subset file to write (manifest beside it: <out stem>.manifest.json)")
     sub.add_parser("scorers", help="list the registered scorers and generators with their versions")
+    i = sub.add_parser("index", help="build a configured retrieval index once, on disk (the runner also builds it on demand)")
+    i.add_argument("action", choices=["build"], help="build the index (or report the one already built)")
+    i.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides, as for `ragtrack run`, e.g. index=small_chunks")
     c = sub.add_parser("calibrate", help="compare a run's judge scores with human labels (MAE, within ±1, Spearman) and log them to it")
     c.add_argument("--golden", required=True, metavar="CSV", help="human labels: a header row with `id` and `human_score` (1-10)")
     c.add_argument("--run", required=True, metavar="RUN_ID", help="the MLflow run whose per-case scores are compared")
@@ -158,6 +161,24 @@ def cmd_subset(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_index_build(overrides: list[str]) -> int:
+    from ragtrack.errors import InputError
+    from ragtrack.hydra_app import compose_run_config
+    from ragtrack.index.build import index_spec, open_index
+
+    cfg = compose_run_config(overrides).index
+    if not cfg.built:
+        raise InputError("config", f"index {cfg.name!r} is a recorded one (`version`/`path`): nothing to build", field="index")
+    spec = index_spec(cfg)
+    index = open_index(spec)
+    m = spec.manifest
+    verb = "built" if index.built else "already built"
+    print(f"index {cfg.name}: {m.version}, {m.n_chunks} chunks of {m.n_files} files, {verb} "
+          f"({spec.embedder.stats.encoded} texts embedded, {index.build_s:.2f} s)")
+    print(f"  {index.path}")
+    return 0
+
+
 def cmd_list() -> int:
     from ragtrack.generators.base import generator_names, get_generator_class
     from ragtrack.scorers.base import get_scorer_class, scorer_names
@@ -218,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_score(args)
         if args.command == "subset":
             return cmd_subset(args)
+        if args.command == "index":
+            return cmd_index_build(args.overrides)
         if args.command == "scorers":
             return cmd_list()
         if args.command == "calibrate":

@@ -8,9 +8,9 @@ Secrets never live here: generators that need a key read it from the environment
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_json
@@ -38,10 +38,51 @@ class AdapterConfig(_Section):
     served_model: str | None = None  # the model name a server answers this adapter under (vLLM: one per LoRA)
 
 
+class CorpusConfig(_Section):
+    dir: str  # the corpus folder; chunks name their file by its path relative to it
+    glob: str = "**/*"  # which files of the folder (sorted by relative path)
+
+
+class ChunkerConfig(_Section):
+    size: int = Field(gt=0)  # most characters in a chunk
+    overlap: int = Field(default=0, ge=0)  # most characters two consecutive chunks share
+    boundary: Literal["paragraph", "sentence", "char"] = "paragraph"  # the coarsest unit a cut prefers
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkerConfig:
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
+
+
+class EmbedderConfig(_Section):
+    model: str = "all-MiniLM-L6-v2"  # a local sentence-transformers folder or a hub name
+    batch_size: int = Field(default=64, gt=0)
+
+
 class IndexConfig(_Section):
+    """An index built from a corpus (`corpus`, `chunker`, `embedder`), or a recorded one (`version`/`path`)."""
+
     name: str
     version: str | None = None
     path: str | None = None
+    corpus: CorpusConfig | None = None
+    chunker: ChunkerConfig | None = None
+    embedder: EmbedderConfig | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> IndexConfig:
+        built = [k for k in ("corpus", "chunker", "embedder") if getattr(self, k) is not None]
+        if built and (self.version or self.path):
+            raise ValueError("an index is built (`corpus`, `chunker`, `embedder`) or recorded (`version`/`path`), not both")
+        if built and len(built) < 3:
+            raise ValueError("a built index needs `corpus`, `chunker` and `embedder`")
+        return self
+
+    @property
+    def built(self) -> bool:
+        """Built by ragtrack from `corpus` (else a recorded index, named by `version` or `path`)."""
+        return self.corpus is not None
 
 
 class PromptConfig(_Section):

@@ -30,7 +30,7 @@ from ragtrack.termination import exit_if_orphaned, handle_termination, watch_par
 if TYPE_CHECKING:
     from ragtrack.types import RunResult
 
-__all__ = ["CONF_DIR", "check_overrides", "execute", "main", "run_cli"]
+__all__ = ["CONF_DIR", "check_overrides", "compose_run_config", "execute", "main", "run_cli"]
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 DEBUG_ENV = "RAGTRACK_DEBUG"  # set to 1 for the full traceback of a failed run on the console
@@ -135,6 +135,20 @@ def _resolved(cfg: DictConfig) -> dict[str, Any]:
         raise InputError("config", str(e).splitlines()[0], field=getattr(e, "full_key", None)) from None
     assert isinstance(container, dict)
     return container
+
+
+def compose_run_config(overrides: list[str]) -> RunConfig:
+    """The config `ragtrack run <overrides>` would run, composed and validated without running it."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    check_overrides(overrides)
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose("config", overrides=overrides)
+    except HydraException as e:
+        raise InputError("overrides", str(e).splitlines()[0]) from None
+    return RunConfig.from_container(_resolved(cfg))
 
 
 def _report_failure(e: Exception) -> None:

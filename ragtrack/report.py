@@ -29,6 +29,17 @@ def run_label(m: RunManifest) -> str:
     return f"{who} · prompt {m.prompt_version}"
 
 
+def _index_rows(m: RunManifest) -> list[str]:
+    """A built index's chunks, chunker and embedder, as one table row (none for a recorded index)."""
+    if m.index is None:
+        return []
+    ix, ch = m.index, m.index.chunker
+    return [
+        f"| index | {ix.n_chunks} chunks of {ix.n_files} files; chunker size {ch['size']}, overlap {ch['overlap']}, "
+        f"boundary {ch['boundary']}; embedder `{ix.embedder_model}` (weights sha256 `{ix.embedder_sha256[:12]}…`) |"
+    ]
+
+
 def _list(ids: list[str], total: int, limit: int = 50) -> str:
     shown = ", ".join(f"`{i}`" for i in ids[:limit])
     more = total - min(len(ids), limit)
@@ -51,6 +62,7 @@ def render_report(result: RunResult) -> str:
         f"| model_id | `{m.model_id}` |",
         f"| adapter_id | `{m.adapter_id}` |",
         f"| index_version | `{m.index_version}` |",
+        *_index_rows(m),
         f"| prompt_version | `{m.prompt_version}` |",
         f"| prompt_sha256 | `{m.prompt_sha256}` |",
         f"| eval_set_version | `{m.eval_set_version}` |",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,7 +34,10 @@ from ragtrack.provenance import git_state
 from ragtrack.results import case_rows
 from ragtrack.scorers import Batch, Scorer, build_scorer
 from ragtrack.scorers.base import check_applicable
-from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, RunManifest, RunResult, ScorerOutput, ScoreValue
+from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, IndexManifest, RunManifest, RunResult, ScorerOutput, ScoreValue
+
+if TYPE_CHECKING:
+    from ragtrack.index.build import IndexSpec
 
 __all__ = [
     "PACKAGES", "FileScores", "Stage", "StageSink", "config_scoring", "execute_stage", "index_version", "package_versions",
@@ -56,6 +59,7 @@ class Stage(BaseModel):
     all_cases: list[EvalCase]  # the full eval set's cases: a dev stage's predictions for the others are not "unmatched"
     prompt: Prompt
     index_version: str
+    index: IndexManifest | None = None  # a built index's manifest
     scorers: list[Scorer]
     generator: Generator
     gates: list[GateSpec]
@@ -80,8 +84,20 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def index_version(cfg: RunConfig) -> str:
-    """The configured index version, else `<stem>@<sha1>` of the index file, else its name."""
+def _index_spec(cfg: RunConfig) -> IndexSpec | None:
+    """A built index's spec (its corpus read and chunked, its version computed), else None."""
+    if not cfg.index.built:
+        return None
+    from ragtrack.index.build import index_spec
+
+    return index_spec(cfg.index)
+
+
+def index_version(cfg: RunConfig, spec: IndexSpec | None = None) -> str:
+    """A built index's version (see `ragtrack.index.build`); else the configured version, `<stem>@<sha1>` of the index file, or its name."""
+    spec = spec or _index_spec(cfg)
+    if spec is not None:
+        return spec.version
     if cfg.index.version:
         return cfg.index.version
     if cfg.index.path:
@@ -109,8 +125,14 @@ def prepare(cfg: RunConfig, *, staged: bool | None = None) -> list[Stage]:
     eval_set, loaded = load_eval_set(cfg.eval_set.files, name=cfg.eval_set.name)
     check_applicable(scorers, eval_set)
     prompt = load_prompt(cfg.prompt.path, cfg.prompt.version)
-    common = dict(cfg=cfg, all_cases=eval_set.cases, prompt=prompt, index_version=index_version(cfg),
-                  scorers=scorers, generator=generator, gates=gates, dropped_gates=[g.name for g in dropped])
+    spec = _index_spec(cfg)
+    if generator.uses_index:
+        if spec is None:
+            raise InputError("config", f"generator {generator.name!r} retrieves from a built index, and index {cfg.index.name!r} "
+                             "is a recorded one: choose an index with `corpus`, `chunker` and `embedder` (e.g. index=small_chunks)", field="index")
+        generator.index = spec
+    common = dict(cfg=cfg, all_cases=eval_set.cases, prompt=prompt, index_version=index_version(cfg, spec),
+                  index=spec.manifest if spec else None, scorers=scorers, generator=generator, gates=gates, dropped_gates=[g.name for g in dropped])
     sets: list[tuple[Literal["full", "dev"], EvalSet]] = [("full", eval_set)]
     if staged:
         sets.insert(0, ("dev", subset_eval_set(eval_set, loaded, cfg.stages.dev_n, cfg.stages.dev_seed)))
@@ -144,6 +166,7 @@ def execute_stage(stage: Stage) -> RunResult:
         model_id=cfg.model.stamp,
         adapter_id=cfg.adapter.id,
         index_version=stage.index_version,
+        index=stage.index,
         prompt_version=stage.prompt.version,
         prompt_sha256=stage.prompt.sha256,
         prompt_path=stage.prompt.path,

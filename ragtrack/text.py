@@ -18,6 +18,7 @@ __all__ = [
     "fuzzy_equal_normed",
     "jaccard",
     "norm",
+    "terms",
 ]
 
 _WS = re.compile(r"\s+")
@@ -89,25 +90,26 @@ def cjk_runs(s: str) -> list[str]:
     return _CJK_RUNS.findall(s)
 
 
-def evidence_keywords(text: str | None, limit: int = 30) -> list[str]:
-    """Keywords of an evidence text, in order of first appearance, de-duplicated, first `limit`.
+def terms(text: str | None) -> list[str]:
+    """Lexical terms of a text, in order, repeats kept (SPEC §1.3's keyword rule without the de-duplication).
 
     English tokens come from the NFKC+casefold text (length ≥ 2, or purely numeric);
-    Chinese keywords are the bigrams of each unbroken run of CJK ideographs (a run of
-    one ideograph gives that character).
+    Chinese terms are the bigrams of each unbroken run of CJK ideographs (a run of one
+    ideograph gives that character).
     """
-    folded = unicodedata.normalize("NFKC", text or "").casefold()
-    seen: dict[str, None] = {}
-    for m in _KEYWORD_PIECE.finditer(folded):
+    out: list[str] = []
+    for m in _KEYWORD_PIECE.finditer(unicodedata.normalize("NFKC", text or "").casefold()):
         piece = m.group(0)
         if piece[0].isascii():
             if len(piece) >= 2 or piece.isdigit():
-                seen.setdefault(piece, None)
+                out.append(piece)
         elif len(piece) == 1:
-            seen.setdefault(piece, None)
+            out.append(piece)
         else:
-            for i in range(len(piece) - 1):
-                seen.setdefault(piece[i : i + 2], None)
-        if len(seen) >= limit:
-            break
-    return list(seen)[:limit]
+            out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+    return out
+
+
+def evidence_keywords(text: str | None, limit: int = 30) -> list[str]:
+    """Keywords of an evidence text (`terms`), in order of first appearance, de-duplicated, first `limit`."""
+    return list(dict.fromkeys(terms(text)))[:limit]

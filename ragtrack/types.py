@@ -24,6 +24,7 @@ __all__ = [
     "GateSpec",
     "Generation",
     "Gold",
+    "IndexManifest",
     "Prediction",
     "RagReference",
     "RunManifest",
@@ -244,6 +245,19 @@ class GateResult(_Frozen):
 # ---------------------------------------------------------------- runs
 
 
+class IndexManifest(_Frozen):
+    """What a built retrieval index holds: its version and every input that shaped it."""
+
+    version: str  # hash of the format, the corpus files (relative paths, bytes), the chunker and the embedder's weights
+    format: str
+    n_files: int
+    n_chunks: int
+    corpus_sha256: str  # over the (relative path, sha256) listing of the corpus files
+    chunker: dict[str, int | str]
+    embedder_model: str  # as configured (not part of the version: the weights are)
+    embedder_sha256: str
+
+
 class TrackingRecord(_Frozen):
     """Where a run was logged (filled in by the tracking layer)."""
 
@@ -270,6 +284,7 @@ class RunManifest(_Frozen):
     model_id: str
     adapter_id: str
     index_version: str
+    index: IndexManifest | None = None  # a built index: its chunks, chunker and embedder
     prompt_version: str
     prompt_sha256: str
     prompt_path: str

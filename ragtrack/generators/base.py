@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ragtrack.registry import Component, Params, Registry
 from ragtrack.types import EvalCase, Generation
+
+if TYPE_CHECKING:
+    from ragtrack.index.build import IndexSpec
 
 __all__ = ["GENERATORS", "Generator", "GeneratorParams", "build_generator", "get_generator_class", "generator_names", "register_generator"]
 
@@ -23,6 +26,8 @@ class Generator(Component):
     """Base class: subclasses set `name`, `version`, `Params` and implement `generate`."""
 
     kind: ClassVar[str] = "generator"
+    uses_index: ClassVar[bool] = False  # retrieves from the configured index: the runner sets `index` before `prepare`
+    index: IndexSpec | None = None
 
     def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation | None:
         """Check this generator's own inputs before any run is created (bad input fails early).
@@ -43,7 +48,7 @@ class Generator(Component):
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register_generator decorators.
-    from ragtrack.generators import callable_fn, openai_chat, replay  # noqa: F401
+    from ragtrack.generators import callable_fn, extractive, openai_chat, replay  # noqa: F401
 
 
 GENERATORS: Registry[Generator] = Registry("generator", _load_builtin)

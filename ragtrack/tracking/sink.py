@@ -172,8 +172,9 @@ class MlflowSink:
         return self.placement.experiment_name
 
     def run_name(self, stage: str) -> str:
-        """`<adapter>-<prompt>` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""
-        base = self.cfg.tracking.run_name or f"{self.cfg.adapter.name}-{self.cfg.prompt.version}"
+        """`<adapter>-<prompt>[-<built index>]` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""
+        cfg = self.cfg
+        base = cfg.tracking.run_name or "-".join([cfg.adapter.name, cfg.prompt.version] + ([cfg.index.name] if cfg.index.built else []))
         if stage == "staged":
             name = f"{base} (staged)"
         else:

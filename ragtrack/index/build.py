@@ -1,0 +1,204 @@
+"""A built retrieval index: its version, and building it once on disk.
+
+    spec = index_spec(cfg.index)     # reads and chunks the corpus, hashes it: spec.version
+    index = open_index(spec)         # loads cache_root("indexes")/<version>/, building it first if absent
+
+`index_version` is a hash of the index format, the corpus files (paths relative to the
+corpus folder, and their bytes), the chunker parameters and the sha256 of the embedder's
+weights: two configs that would retrieve differently never share a version, and identical
+ones always do, whatever their name, the folder the corpus sits in or the embedder's
+batch size (which only changes how it is computed).
+
+Building writes into a temporary folder beside the final one and renames it into place,
+under a file lock: concurrent sweep jobs building the same index build it once, and a
+reader never sees a half-written index (were the lock bypassed, the first rename wins and
+the others' copies are dropped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ragtrack import embeddings
+from ragtrack.cachedir import cache_root
+from ragtrack.config import IndexConfig
+from ragtrack.errors import InputError
+from ragtrack.hashing import sha256_bytes, sha256_json
+from ragtrack.index.chunker import Span, chunk_spans, paragraph_spans, title
+from ragtrack.types import IndexManifest
+
+__all__ = ["INDEX_FORMAT", "Chunk", "CorpusFile", "Index", "IndexSpec", "index_spec", "open_index", "read_corpus"]
+
+INDEX_FORMAT = "ragtrack-index/1"  # bump when chunking or storage changes what an index of the same inputs holds
+LOCK_TIMEOUT_S = 3600.0  # embedding a large corpus takes a while; this only stops a hung builder blocking forever
+
+
+class Chunk(BaseModel):
+    """A chunk: the span `[start, end)` (code points) of a corpus file's text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str  # `<source_path>:<start>-<end>`
+    source_path: str  # relative to the corpus folder, `/`-separated
+    start: int
+    end: int
+    text: str
+
+
+class CorpusFile(BaseModel):
+    """One corpus file: its path relative to the corpus folder, the sha256 of its bytes, its text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    sha256: str
+    text: str
+
+    @property
+    def title(self) -> str:
+        return title(self.text)
+
+    @property
+    def paragraphs(self) -> list[Span]:
+        return paragraph_spans(self.text)
+
+
+def read_corpus(cfg: IndexConfig) -> list[CorpusFile]:
+    """The corpus files matching the glob, sorted by relative path; errors name the folder, file or key."""
+    assert cfg.corpus is not None
+    folder = Path(cfg.corpus.dir)
+    if not folder.is_dir():
+        problem = "not a folder" if folder.exists() else "corpus folder does not exist"
+        raise InputError(str(folder), problem, field="index.corpus.dir")
+    paths = sorted((p for p in folder.glob(cfg.corpus.glob) if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
+    if not paths:
+        raise InputError(str(folder), f"no file matches {cfg.corpus.glob!r}: the corpus is empty", field="index.corpus.glob")
+    files = []
+    for p in paths:
+        try:
+            data = p.read_bytes()
+            text = data.decode("utf-8")
+        except OSError as e:
+            raise InputError.from_os_error(p, e, field="index.corpus") from None
+        except UnicodeDecodeError as e:
+            raise InputError(str(p), f"not UTF-8 text (byte {e.start})", field="index.corpus") from None
+        files.append(CorpusFile(path=p.relative_to(folder).as_posix(), sha256=sha256_bytes(data), text=text))
+    return files
+
+
+class IndexSpec(BaseModel):
+    """Everything a built index is made of, read and chunked but not embedded: enough for its version."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    config: IndexConfig
+    files: list[CorpusFile]
+    chunks: list[Chunk]
+    manifest: IndexManifest
+    embedder: embeddings.Embedder
+
+    @property
+    def version(self) -> str:
+        return self.manifest.version
+
+
+def _identity(cfg: IndexConfig) -> tuple[embeddings.Embedder, embeddings.ModelIdentity]:
+    assert cfg.embedder is not None
+    emb = embeddings.shared(cfg.embedder.model, batch_size=cfg.embedder.batch_size, cache_dir=str(cache_root("embeddings")))
+    try:
+        return emb, emb.identity
+    except InputError as e:
+        raise InputError(e.file, e.problem, field="index.embedder.model") from None
+
+
+def index_spec(cfg: IndexConfig) -> IndexSpec:
+    """Read, chunk and hash a built index's inputs (no model is loaded: its files are hashed)."""
+    assert cfg.corpus is not None and cfg.chunker is not None and cfg.embedder is not None
+    files = read_corpus(cfg)
+    chunks = [
+        Chunk(id=f"{f.path}:{s}-{e}", source_path=f.path, start=s, end=e, text=f.text[s:e])
+        for f in files
+        for s, e in chunk_spans(f.text, cfg.chunker)
+    ]
+    if not chunks:
+        raise InputError(cfg.corpus.dir, "the corpus files hold no text", field="index.corpus")
+    emb, identity = _identity(cfg)
+    listing = [[f.path, f.sha256] for f in files]
+    chunker = cfg.chunker.model_dump()
+    digest = sha256_json({"format": INDEX_FORMAT, "corpus": listing, "chunker": chunker, "embedder": identity.sha256})
+    manifest = IndexManifest(
+        version=f"idx-{digest[:24]}",
+        format=INDEX_FORMAT,
+        n_files=len(files),
+        n_chunks=len(chunks),
+        corpus_sha256=sha256_json(listing),
+        chunker=chunker,
+        embedder_model=cfg.embedder.model,
+        embedder_sha256=identity.sha256,
+    )
+    return IndexSpec(config=cfg, files=files, chunks=chunks, manifest=manifest, embedder=emb)
+
+
+class Index(BaseModel):
+    """A built index, loaded: the spec's chunks with their vectors (row i is chunk i)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    spec: IndexSpec
+    vectors: np.ndarray
+    path: str
+    built: bool  # built by this call (False: loaded from disk)
+    build_s: float
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        return self.spec.chunks
+
+
+def _write(spec: IndexSpec, folder: Path) -> None:
+    vectors = spec.embedder.encode([c.text for c in spec.chunks]).astype(np.float32)
+    np.save(folder / "vectors.npy", vectors, allow_pickle=False)
+    lines = "".join(json.dumps(c.model_dump(), ensure_ascii=False) + "\n" for c in spec.chunks)
+    (folder / "chunks.jsonl").write_text(lines, encoding="utf-8")
+    (folder / "manifest.json").write_text(json.dumps(spec.manifest.model_dump(), ensure_ascii=False, indent=2), encoding="utf-8")
+
+
+def _load(spec: IndexSpec, folder: Path) -> np.ndarray:
+    stored = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+    if stored.get("version") != spec.version or vectors.shape[0] != len(spec.chunks):
+        raise InputError(str(folder), f"holds another index than {spec.version} (delete the folder to rebuild it)", field="index")
+    return vectors
+
+
+def open_index(spec: IndexSpec) -> Index:
+    """The built index of `spec`: loaded from `cache_root("indexes")/<version>/`, built there first if absent."""
+    root = cache_root("indexes")
+    final = root / spec.version
+    t0 = time.perf_counter()
+    built = False
+    if not (final / "manifest.json").is_file():
+        from filelock import FileLock
+
+        root.mkdir(parents=True, exist_ok=True)
+        with FileLock(root / f"{spec.version}.lock", timeout=LOCK_TIMEOUT_S):
+            if not (final / "manifest.json").is_file():
+                tmp = Path(tempfile.mkdtemp(prefix=f".{spec.version}.", dir=root))
+                try:
+                    _write(spec, tmp)
+                    os.rename(tmp, final)
+                    built = True
+                except OSError:
+                    if not (final / "manifest.json").is_file():
+                        raise
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+    return Index(spec=spec, vectors=_load(spec, final), path=str(final), built=built, build_s=time.perf_counter() - t0)
