@@ -4,8 +4,9 @@
     index = open_index(spec)         # loads cache_root("indexes")/<version>/, building it first if absent
 
 `index_version` is a hash of the index format, the corpus files (paths relative to the
-corpus folder, and their bytes), the chunker parameters and the sha256 of the embedder's
-weights: two configs that would retrieve differently never share a version, and identical
+corpus folder, and their bytes), the chunker parameters, the chunks they gave (their ids,
+so that a change of the chunking code cannot reuse an index cut the old way) and the
+sha256 of the embedder's weights: two configs that would retrieve differently never share a version, and identical
 ones always do, whatever their name, the folder the corpus sits in or the embedder's
 batch size (which only changes how it is computed).
 
@@ -133,7 +134,8 @@ def index_spec(cfg: IndexConfig) -> IndexSpec:
     emb, identity = _identity(cfg)
     listing = [[f.path, f.sha256] for f in files]
     chunker = cfg.chunker.model_dump()
-    digest = sha256_json({"format": INDEX_FORMAT, "corpus": listing, "chunker": chunker, "embedder": identity.sha256})
+    spans = sha256_json([c.id for c in chunks])  # so a change of the chunking code cannot reuse a stale index
+    digest = sha256_json({"format": INDEX_FORMAT, "corpus": listing, "chunker": chunker, "chunks": spans, "embedder": identity.sha256})
     manifest = IndexManifest(
         version=f"idx-{digest[:24]}",
         format=INDEX_FORMAT,

@@ -31,14 +31,13 @@ RRF_K = 60
 
 
 class Hit(BaseModel):
-    """A retrieved chunk, its rank (1 = best), the mode's score and its cosine to the query."""
+    """A retrieved chunk, its rank (1 = best) and the mode's score."""
 
     model_config = ConfigDict(frozen=True)
 
     chunk: Chunk
     rank: int
     score: float
-    cosine: float
 
 
 class BM25:
@@ -85,20 +84,20 @@ class Retriever:
         return self._bm25
 
     def search(self, queries: Sequence[str], k: int, mode: Mode = "dense") -> list[list[Hit]]:
-        """The top `k` chunks of each query, best first."""
-        qvecs = self.index.spec.embedder.encode(list(queries)).astype(np.float64)
-        return [self._one(query, qvecs[i], k, mode) for i, query in enumerate(queries)]
+        """The top `k` chunks of each query, best first (`bm25` embeds nothing: no model is loaded)."""
+        qvecs = self.index.spec.embedder.encode(list(queries)).astype(np.float64) if mode != "bm25" else None
+        return [self._one(query, None if qvecs is None else qvecs[i], k, mode) for i, query in enumerate(queries)]
 
-    def _one(self, query: str, qvec: np.ndarray, k: int, mode: Mode) -> list[Hit]:
-        cosine = self.vectors @ qvec
-        if mode == "dense":
-            scores = cosine
-        elif mode == "bm25":
+    def _one(self, query: str, qvec: np.ndarray | None, k: int, mode: Mode) -> list[Hit]:
+        if mode == "bm25":
             scores = self.bm25.scores(terms(query))
         else:
-            scores = 1.0 / (RRF_K + _ranks(cosine)) + 1.0 / (RRF_K + _ranks(self.bm25.scores(terms(query))))
+            assert qvec is not None
+            scores = self.vectors @ qvec
+            if mode == "hybrid":
+                scores = 1.0 / (RRF_K + _ranks(scores)) + 1.0 / (RRF_K + _ranks(self.bm25.scores(terms(query))))
         order = np.argsort(-scores, kind="stable")[:k]
         if mode == "bm25":
             order = order[scores[order] > 0]  # a chunk sharing no term with the query is not a match
         chunks = self.index.chunks
-        return [Hit(chunk=chunks[i], rank=r, score=float(scores[i]), cosine=float(cosine[i])) for r, i in enumerate(order, 1)]
+        return [Hit(chunk=chunks[i], rank=r, score=float(scores[i])) for r, i in enumerate(order, 1)]

@@ -49,6 +49,12 @@ def test_hits_are_ranked_best_first_and_name_their_file(retriever):
     assert hits[0].chunk.source_path == "en/sla.md"
 
 
+def test_bm25_embeds_no_query(retriever):
+    before = retriever.index.spec.embedder.stats.requested
+    retriever.search([q for q, _ in ENGLISH + CHINESE], 3, "bm25")
+    assert retriever.index.spec.embedder.stats.requested == before
+
+
 def test_bm25_returns_nothing_for_a_query_sharing_no_term(retriever):
     assert retriever.search(["zebra quokka"], 3, "bm25") == [[]]
 
