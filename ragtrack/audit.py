@@ -112,20 +112,21 @@ def _prompt(run: LoggedRun, archive: ArchivedRun) -> Check:
 def index_check(cfg: RunConfig, logged: str | None) -> Check:
     """`index_version` as the run derived it (`runner.index_version`), when its inputs are here.
 
-    Today an index is a file (`index.path`, hashed) or a configured label (`index.version`).
-    This is the seam for indexes with more inputs: whatever `runner.index_version` derives
-    from, an input it cannot find is a skipped check, not a failed one.
+    An index is a file (`index.path`, hashed), a configured label (`index.version`), or built
+    from a corpus folder, a chunker and an embedder (`ragtrack.index.build`): whatever
+    `runner.index_version` derives from, an input it cannot find is a skipped check, not a failed one.
     """
     from ragtrack.runner import index_version
 
     if cfg.index.version:
         return _check("index", cfg.index.version == logged, f"configured version {logged!r} (a label: nothing to re-derive from content)",
                       f"configured version {cfg.index.version!r}, logged {logged!r}")
+    source = f"corpus {cfg.index.corpus.dir}" if cfg.index.corpus else cfg.index.path
     try:
         derived = index_version(cfg)
     except InputError:
-        return Check(name="index", status="skip", detail=f"{cfg.index.path}: neither archived nor present here, so {logged} is not re-derived")
-    return _check("index", derived == logged, f"{cfg.index.path} re-derives {derived}", f"{cfg.index.path} gives {derived}, logged {logged}")
+        return Check(name="index", status="skip", detail=f"{source}: neither archived nor present here, so {logged} is not re-derived")
+    return _check("index", derived == logged, f"{source} re-derives {derived}", f"{source} gives {derived}, logged {logged}")
 
 
 def _config(run: LoggedRun, archive: ArchivedRun) -> tuple[list[Check], RunConfig | None]:

@@ -6,8 +6,12 @@ import sqlite3
 
 import pytest
 
+from ragtrack.audit import index_check
 from ragtrack.cli import main
+from ragtrack.index.build import index_spec
+from tests.conftest import make_config
 from tests.demo_runs import artifact_dir
+from tests.index.corpus import index_config, write_corpus
 
 
 def _audit(capsys, uri, *args):
@@ -109,3 +113,15 @@ def test_a_run_logged_before_code_hashes_still_passes_and_says_so(demo_store, ca
     code, out, _ = _audit(capsys, demo_store.uri, run_id)
     assert code == 0
     assert "✓ scorer eval_json_v2: v1 installed, code hash not logged by this run" in out
+
+
+def test_an_audit_re_derives_a_built_index_version(tmp_path, demo_files):
+    corpus = write_corpus(tmp_path / "corpus")
+    cfg = make_config(demo_files, index=index_config(corpus).model_dump())
+    check = index_check(cfg, index_spec(cfg.index).version)
+    assert (check.status, check.detail.startswith(f"corpus {corpus} re-derives idx-")) == ("pass", True)
+
+
+def test_an_audit_skips_a_built_index_whose_corpus_is_not_here(tmp_path, demo_files):
+    cfg = make_config(demo_files, index=index_config(tmp_path / "gone").model_dump())
+    assert index_check(cfg, "idx-0").status == "skip"

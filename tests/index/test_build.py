@@ -135,3 +135,4 @@ def test_a_built_index_with_a_recorded_path_is_an_error(demo_files):
     index = {"name": "x", "path": "p", "corpus": {"dir": "d"}, "chunker": {"size": 9}, "embedder": {}}
     with pytest.raises(InputError, match="not both"):
         make_config(demo_files, index=index)
+
