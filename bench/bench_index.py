@@ -58,8 +58,7 @@ def gold_questions(files: list[CorpusFile]) -> list[tuple[str, list[tuple[str, i
                 s, e = by_path[path].paragraphs[int(n) - 1]
                 spans.append((path, s, e))
             out.append((item["q"], spans))
-    rag = DEMO / "rag_cases.jsonl"
-    for line in rag.read_text(encoding="utf-8").splitlines() if rag.exists() else []:
+    for line in (DEMO / "rag_cases.jsonl").read_text(encoding="utf-8").splitlines():
         case = json.loads(line)
         spans = []
         for ctx in case.get("ground_truth_contexts") or []:

@@ -248,7 +248,7 @@ class GateResult(_Frozen):
 class IndexManifest(_Frozen):
     """What a built retrieval index holds: its version and every input that shaped it."""
 
-    version: str  # hash of the format, the corpus files (relative paths, bytes), the chunker and the embedder's weights
+    version: str  # hash of the format, the corpus files (relative paths, bytes), the chunker, its chunks and the embedder's weights
     format: str
     n_files: int
     n_chunks: int

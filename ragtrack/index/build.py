@@ -79,7 +79,10 @@ def read_corpus(cfg: IndexConfig) -> list[CorpusFile]:
     if not folder.is_dir():
         problem = "not a folder" if folder.exists() else "corpus folder does not exist"
         raise InputError(str(folder), problem, field="index.corpus.dir")
-    paths = sorted((p for p in folder.glob(cfg.corpus.glob) if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
+    try:
+        paths = sorted((p for p in folder.glob(cfg.corpus.glob) if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
+    except (ValueError, NotImplementedError) as e:  # an empty or absolute pattern
+        raise InputError(str(folder), f"bad glob {cfg.corpus.glob!r}: {e}", field="index.corpus.glob") from None
     if not paths:
         raise InputError(str(folder), f"no file matches {cfg.corpus.glob!r}: the corpus is empty", field="index.corpus.glob")
     files = []

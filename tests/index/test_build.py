@@ -100,6 +100,13 @@ def test_an_empty_corpus_folder_is_an_error(tmp_path):
     assert e.value.field == "index.corpus.glob"
 
 
+@pytest.mark.parametrize("glob", ["", "/etc/*"])
+def test_a_glob_that_is_empty_or_absolute_names_the_key(corpus, glob):
+    with pytest.raises(InputError, match="bad glob") as e:
+        index_spec(index_config(corpus, glob=glob))
+    assert e.value.field == "index.corpus.glob"
+
+
 def test_a_corpus_of_blank_files_is_an_error(tmp_path):
     (tmp_path / "blank.md").write_text("\n  \n", encoding="utf-8")
     with pytest.raises(InputError, match="hold no text"):
