@@ -9,14 +9,16 @@ demo's rag cases (found verbatim in the corpus). A gold passage counts as found 
 one of the top-k chunks holds at least half of it, or it holds at least half of that chunk
 (a small chunk inside a long paragraph). recall@k is the mean share of found gold passages
 per question. Builds go to a fresh temporary cache (`RAGTRACK_CACHE_DIR`), so the first
-build of each index is cold; the model is loaded before timing.
+build of each index is cold (the folder is removed at exit); the model is loaded before timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -27,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ["RAGTRACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="ragtrack-bench-index-")
+atexit.register(shutil.rmtree, os.environ["RAGTRACK_CACHE_DIR"], ignore_errors=True)
 
 from omegaconf import OmegaConf  # noqa: E402
 

@@ -21,8 +21,9 @@ The answer's shape (`answer_format`):
 Citations name paragraphs, `<source_path>#<n>` for the n-th paragraph of the file that is
 not a heading: they do not depend on the chunker (two indexes of one corpus cite alike,
 and the demo's gold ids use the same numbering). When nothing is retrieved (`bm25` and no
-question term occurs in the corpus) the answer is `refusal`. The retrieved chunks are the
-prediction's `contexts` (`id`, `source_path`, `text`), whatever the answer.
+question term occurs in the corpus), or only headings, the answer is `refusal`. The
+retrieved chunks are the prediction's `contexts` (`id`, `source_path`, `text`), whatever
+the answer.
 """
 
 from __future__ import annotations
@@ -97,9 +98,9 @@ class ExtractiveGenerator(Generator):
 
     def _answer(self, case: EvalCase, hits: list[Hit], retriever: Retriever, files: dict[str, _File]) -> Prediction:
         contexts = [ContextChunk(text=h.chunk.text, source_path=h.chunk.source_path, id=h.chunk.id) for h in hits]
-        if not hits:
-            return Prediction(case_id=case.id, answer=self.p.refusal, contexts=contexts, citations=[])
         quotes = self._quotes(case.question, hits, retriever, files)
+        if not quotes:
+            return Prediction(case_id=case.id, answer=self.p.refusal, contexts=contexts, citations=[])
         cites = list(dict.fromkeys(f"{q.path}#{q.paragraph}" for q in quotes if q.paragraph is not None))
         fmt = self.p.answer_format
         if fmt == "auto":

@@ -96,6 +96,12 @@ def test_nothing_retrieved_is_the_refusal(spec):
     assert (pred.answer, pred.citations, pred.contexts) == ("not in context", [], [])
 
 
+def test_a_retrieved_heading_alone_is_the_refusal(tmp_path):
+    heading_chunks = index_spec(index_config(write_corpus(tmp_path), size=20))
+    (pred,) = generate(heading_chunks, [v2_case(0, "SLA")], top_k=1)
+    assert (pred.answer, [c.text for c in pred.contexts]) == ("not in context", ["# SLA"])
+
+
 def test_keep_limits_the_answers_to_a_subset(spec):
     cases = [rag_case(i, q) for i, q in enumerate(QUESTIONS)]
     gen = build_generator("extractive")
