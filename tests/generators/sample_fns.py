@@ -25,11 +25,17 @@ def wrong_type(case: EvalCase, prompt: str) -> int:
     return 42
 
 
+_slept: set[int] = set()
+
+
 def slow(case: EvalCase, prompt: str) -> str:
-    """Sleeps; first touches `$SLOW_MARKER/<pid>` (if set), so a test knows the run is under way."""
-    if marker := os.environ.get("SLOW_MARKER"):
-        Path(marker, str(os.getpid())).touch()
-    time.sleep(60)
+    """Sleeps `$SLOW_SECONDS` (60) on its first call in a process, having touched `$SLOW_MARKER/<pid>` (if set)
+    so that a test knows the run is under way; later calls answer at once."""
+    if os.getpid() not in _slept:
+        _slept.add(os.getpid())
+        if marker := os.environ.get("SLOW_MARKER"):
+            Path(marker, str(os.getpid())).touch()
+        time.sleep(float(os.environ.get("SLOW_SECONDS", "60")))
     return ""
 
 
