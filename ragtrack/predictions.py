@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "PredictionRecord",
     "filter_prediction_file",
     "match_prediction_file",
+    "match_predictions",
     "parse_prediction",
 ]
 
@@ -166,25 +167,21 @@ def _records(path: Path, hasher: Any) -> Iterator[tuple[bytes, PredictionRecord]
         raise InputError.from_os_error(path, e) from None
 
 
-def match_prediction_file(
-    path: str | Path, cases: Sequence[EvalCase], *, keep: Collection[str] | None = None
+def match_predictions(
+    records: Iterable[PredictionRecord], cases: Sequence[EvalCase], *, keep: Collection[str] | None = None
 ) -> Generation:
-    """Stream a predictions JSONL file against `cases`: one prediction per case, in case order.
+    """Match validated predictions against `cases`: one prediction per case, in case order.
 
     With `keep` (the ids of a dev subset), only the cases of `keep` get a prediction, and
-    a line that matches a case outside it is counted in `n_outside_subset`, not as
-    unmatched. The file's sha1 is `provenance["predictions_sha1"]`. An empty file is
-    accepted with a warning.
+    a prediction that matches a case outside it is counted in `n_outside_subset`, not as
+    unmatched.
     """
-    path = Path(path)
     index = _CaseIndex(cases)
     scored = [c for c in cases if keep is None or c.id in keep]
-    hasher = hashlib.sha1()
     found: dict[str, Prediction] = {}
     unmatched_keys: list[str] = []
-    n_lines = n_unmatched = n_outside = duplicates = 0
-    for _, r in _records(path, hasher):
-        n_lines += 1
+    n_unmatched = n_outside = duplicates = 0
+    for r in records:
         case = index.find(r)
         if case is None:
             n_unmatched += 1
@@ -198,7 +195,6 @@ def match_prediction_file(
             found[case.id] = r.prediction.model_copy(update={"case_id": case.id})
     predictions = [found.get(c.id) or Prediction(case_id=c.id, missing=True) for c in scored]
     missing_ids = [p.case_id for p in predictions if p.missing]
-    warnings = [] if n_lines else [f"{path}: no predictions: every case is scored as missing"]
     return Generation(
         predictions=predictions,
         n_missing=len(missing_ids),
@@ -207,9 +203,29 @@ def match_prediction_file(
         unmatched_keys=unmatched_keys,
         n_outside_subset=n_outside,
         duplicates_dropped=duplicates,
-        provenance={"predictions_sha1": hasher.hexdigest()},
-        warnings=warnings,
     )
+
+
+def match_prediction_file(
+    path: str | Path, cases: Sequence[EvalCase], *, keep: Collection[str] | None = None
+) -> Generation:
+    """Stream a predictions JSONL file against `cases` (see `match_predictions`).
+
+    The file's sha1 is `provenance["predictions_sha1"]`. An empty file is accepted with a warning.
+    """
+    path = Path(path)
+    hasher = hashlib.sha1()
+    n_lines = 0
+
+    def records() -> Iterator[PredictionRecord]:
+        nonlocal n_lines
+        for _, r in _records(path, hasher):
+            n_lines += 1
+            yield r
+
+    generation = match_predictions(records(), cases, keep=keep)
+    warnings = [] if n_lines else [f"{path}: no predictions: every case is scored as missing"]
+    return generation.model_copy(update={"provenance": {"predictions_sha1": hasher.hexdigest()}, "warnings": warnings})
 
 
 def filter_prediction_file(
