@@ -41,7 +41,7 @@ from ragtrack.termination import Terminated, deferred
 from ragtrack.tracking.reaper import process_tags
 from ragtrack.tracking.session import Placement, connect, place_run
 from ragtrack.tracking.store import log_inputs_idempotent
-from ragtrack.types import RunResult, TrackingRecord
+from ragtrack.types import ComponentInfo, RunResult, TrackingRecord
 
 __all__ = [
     "MlflowSink",
@@ -49,7 +49,9 @@ __all__ = [
     "end_run",
     "end_sweep_parent",
     "flat_params",
+    "log_batches",
     "resolve_tracking_uri",
+    "scorer_params",
     "start_sweep_parent",
 ]
 
@@ -105,13 +107,19 @@ def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
         params.update({f"generator/{m.generator.name}/{k}": _param_value(v) for k, v in m.generator.params.items()})
         params.update({f"generator/{m.generator.name}/{k}": v for k, v in m.generator_provenance.items()})
         for s in m.scorers:
-            params[f"scorer/{s.name}/version"] = s.version
-            if s.code_sha256 is not None:
-                params[f"scorer/{s.name}/code_sha256"] = s.code_sha256
-            params.update({f"scorer/{s.name}/{k}": _param_value(v) for k, v in s.params.items()})
+            params.update(scorer_params(s))
         if m.subset is not None:
             params.update(subset_parent=m.subset.parent_version, subset_seed=str(m.subset.seed), subset_n=str(m.subset.n))
     return params
+
+
+def scorer_params(info: ComponentInfo) -> dict[str, str]:
+    """A scorer's params: `scorer/<name>/version`, `…/code_sha256` (when known) and `scorer/<name>/<parameter>`."""
+    out = {f"scorer/{info.name}/version": info.version}
+    if info.code_sha256 is not None:
+        out[f"scorer/{info.name}/code_sha256"] = info.code_sha256
+    out.update({f"scorer/{info.name}/{k}": _param_value(v) for k, v in info.params.items()})
+    return out
 
 
 def _param_value(v: Any) -> str:
@@ -126,6 +134,27 @@ def _redacted_params(params: Mapping[str, str]) -> dict[str, str]:
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def log_batches(
+    client: MlflowClient,
+    run_id: str,
+    *,
+    params: Mapping[str, str] | None = None,
+    metrics: Mapping[str, float] | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> None:
+    """Params (redacted), metrics (NaN left out, sorted by name) and tags in as few `log_batch` calls as MLflow's limits allow."""
+    todo = [Param(k, v) for k, v in _redacted_params(params or {}).items()]
+    for chunk in _chunks(todo, MAX_PARAMS_PER_BATCH):
+        client.log_batch(run_id, params=chunk, synchronous=True)
+    now_ms = int(time.time() * 1000)
+    entries = [Metric(k, float(v), now_ms, 0) for k, v in sorted((metrics or {}).items()) if not math.isnan(v)]
+    run_tags = [RunTag(k, v) for k, v in (tags or {}).items()]
+    for i, chunk in enumerate(_chunks(entries, MAX_METRICS_PER_BATCH)):
+        client.log_batch(run_id, metrics=chunk, tags=run_tags if i == 0 else [], synchronous=True)
+    if run_tags and not entries:
+        client.log_batch(run_id, tags=run_tags, synchronous=True)
 
 
 def end_run(client: MlflowClient, run_id: str, error: BaseException | None) -> None:
@@ -201,7 +230,7 @@ class MlflowSink:
         self._staged = self._staged or stage == "staged"
         error: BaseException | None = None
         try:
-            self._log_params(run_id, flat_params(self.cfg, None))
+            log_batches(self.client, run_id, params=flat_params(self.cfg, None))
             yield lambda result: self.log_result(run_id, result, stage, record)
         except BaseException as e:
             error = e
@@ -212,25 +241,17 @@ class MlflowSink:
 
     # -------------------------------------------------------------- logging
 
-    def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
-        todo = [Param(k, v) for k, v in _redacted_params(params).items()]
-        for chunk in _chunks(todo, MAX_PARAMS_PER_BATCH):
-            self.client.log_batch(run_id, params=chunk, synchronous=True)
-
     def log_result(self, run_id: str, result: RunResult, stage: str, record: TrackingRecord) -> None:
         """Params, metrics, dataset input and artifacts of one finished stage."""
         early = flat_params(self.cfg, None)  # logged when the run was created
-        self._log_params(run_id, {k: v for k, v in flat_params(self.cfg, result).items() if k not in early})
+        log_batches(self.client, run_id, params={k: v for k, v in flat_params(self.cfg, result).items() if k not in early})
         metrics = dict(result.metrics)
         metrics.update({f"timing/{k}": v for k, v in result.timings.items()})
-        now_ms = int(time.time() * 1000)
-        entries = [Metric(k, float(v), now_ms, 0) for k, v in sorted(metrics.items()) if not math.isnan(v)]
-        tags = [
-            RunTag("ragtrack.gates_passed", str(metrics.get("gate/all", 0.0) == 1.0).lower()),
-            RunTag("ragtrack.reached_stage", result.manifest.stage),
-        ]
-        for i, chunk in enumerate(_chunks(entries, MAX_METRICS_PER_BATCH)):
-            self.client.log_batch(run_id, metrics=chunk, tags=tags if i == 0 else [], synchronous=True)
+        tags = {
+            "ragtrack.gates_passed": str(metrics.get("gate/all", 0.0) == 1.0).lower(),
+            "ragtrack.reached_stage": result.manifest.stage,
+        }
+        log_batches(self.client, run_id, metrics=metrics, tags=tags)
         if stage != "staged":
             self._log_dataset(run_id, result)
             self._log_artifacts(run_id, result, record)
