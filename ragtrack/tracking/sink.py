@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import shutil
+import socket
 import tempfile
 import time
 import traceback
@@ -38,7 +39,7 @@ from ragtrack.redact import redact, redact_text
 from ragtrack.report import render_report, render_scorer_report
 from ragtrack.results import cases_frame
 from ragtrack.termination import Terminated, deferred
-from ragtrack.tracking.reaper import process_tags
+from ragtrack.tracking.reaper import HOST_TAG, process_tags
 from ragtrack.tracking.session import Placement, connect, place_run
 from ragtrack.tracking.store import log_inputs_idempotent
 from ragtrack.types import ComponentInfo, RunResult, TrackingRecord
@@ -314,7 +315,9 @@ def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, er
     """End a sweep's parent run, recording how many of its jobs failed.
 
     A sweep that did not finish (killed, or its launcher failed) also ends its children that
-    are still RUNNING, with its own status (KILLED or FAILED): their workers went down with it.
+    are still RUNNING on this host, with its own status (KILLED or FAILED): their workers went
+    down with it. Children on other hosts (Slurm jobs) are left to end their own runs: the
+    scheduler, not this process, stops them.
     """
     client = connect(uri)
     with deferred():
@@ -322,7 +325,9 @@ def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, er
         if status != "FINISHED" and error is not None:
             exp_id = client.get_run(run_id).info.experiment_id
             children = client.search_runs(
-                [exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
+                [exp_id],
+                filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
+                f" and tags.`{HOST_TAG}` = '{socket.gethostname()}'",
             )
             for child in children:
                 end_run(client, child.info.run_id, error)

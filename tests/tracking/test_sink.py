@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,9 @@ from mlflow.tracking import MlflowClient
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_file, sha256_file
 from ragtrack.hydra_app import execute
-from ragtrack.tracking import resolve_tracking_uri
+from ragtrack.termination import Terminated
+from ragtrack.tracking import end_sweep_parent, resolve_tracking_uri, start_sweep_parent
+from ragtrack.tracking.reaper import HOST_TAG
 from tests.conftest import make_config
 
 
@@ -238,3 +241,15 @@ def test_staged_parent_is_named_as_staged(demo_files):
     _, runs = _runs(cfg)
     names = sorted(r.info.run_name for r in runs)
     assert names == ["lora_a-v1 (staged)", "lora_a-v1/dev", "lora_a-v1/full"]
+
+
+def test_killed_sweep_ends_its_children_on_this_host_and_leaves_other_hosts_jobs_running(tmp_path):
+    # A Slurm job runs on another node: its own process, not the launcher, ends its run.
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    parent = start_sweep_parent(uri, "tests", "sweep", {})
+    client = MlflowClient(uri)
+    exp_id = client.get_run(parent).info.experiment_id
+    local, remote = (client.create_run(exp_id, tags={"mlflow.parentRunId": parent, HOST_TAG: h}).info.run_id
+                     for h in (client.get_run(parent).data.tags[HOST_TAG], "gpu-node-7"))
+    end_sweep_parent(uri, parent, "KILLED", failed_jobs=0, error=Terminated(signal.SIGTERM))
+    assert [client.get_run(r).info.status for r in (parent, local, remote)] == ["KILLED", "KILLED", "RUNNING"]
