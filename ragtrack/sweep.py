@@ -9,6 +9,9 @@ joblib workers, submitit):
 - failed jobs are counted from the job returns (worker-side callbacks cannot count them),
   each reported in one line; the parent ends FAILED with `ragtrack.failed_jobs`, and the
   command exits 1;
+- a launcher that fails as a whole (a job's process was killed: joblib's
+  `TerminatedWorkerError`, submitit's `UncompletedJobError`) is one line too, and exit 1;
+  the parent ends FAILED, with its children on this host that are still RUNNING;
 - interrupted (Ctrl-C, SIGTERM, SIGHUP), the parent ends KILLED together with any child
   still RUNNING;
 - no `multirun.yaml`: Hydra's copy of the config would put override values, secrets
@@ -98,6 +101,11 @@ class TrackedSweeper(Sweeper):
                         log.error("job #%d (%s) failed: %s", total, " ".join(varying), _one_line(r._return_value))
                     total += 1
                 returns.append(results)
+        except Exception as e:  # the launcher itself failed, e.g. a job's process died (OOM killer, segfault)
+            parent.end(e, failed_jobs=failed)
+            where = f" (sweep run {parent.run_id})" if parent.run_id else ""
+            log.error("sweep stopped: the launcher failed%s: %s", where, _one_line(e))
+            raise SystemExit(1) from None
         except BaseException as e:
             parent.end(e, failed_jobs=failed)
             raise

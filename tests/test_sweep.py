@@ -83,6 +83,18 @@ def test_bad_input_job_under_joblib_is_reported_not_fatal(tmp_path):
     assert "failed: InputError: nope.jsonl: file not found" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_job_whose_process_dies_stops_the_sweep_in_one_line_and_leaves_nothing_running(tmp_path):
+    # The OOM killer takes a joblib worker: the launcher fails as a whole (TerminatedWorkerError).
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = run(["run", "-m", *JOBLIB, "generator=callable", f"generator.params.target={FN}:echo,{FN}:killed",
+                f"tracking.uri={uri}"], TMPDIR=str(tmp_path))
+    stopped = [x for x in proc.stderr.splitlines() if "sweep stopped" in x]
+    statuses = {stage: sorted(r.info.status for r in rs) for stage, rs in _by_stage(uri).items()}
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(stopped) == 1 and "the launcher failed" in stopped[0] and "TerminatedWorkerError" in stopped[0]
+    assert statuses["sweep"] == ["FAILED"] and "RUNNING" not in statuses["full"]
+
+
 def _slow_jobs_under_way(tmp_path, launcher: str, adapters: str = "base,lora_a", **env: str):
     """A sweep of `slow` jobs, all started: (launcher process, store uri, every process under the launcher)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

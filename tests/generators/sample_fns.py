@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -19,6 +20,12 @@ def structured(case: EvalCase, prompt: str) -> dict:
 
 def broken(case: EvalCase, prompt: str) -> str:
     raise ValueError("model server said no")
+
+
+def killed(case: EvalCase, prompt: str) -> str:
+    """The job's process dies as under the OOM killer."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return ""
 
 
 def wrong_type(case: EvalCase, prompt: str) -> int:
