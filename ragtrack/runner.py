@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -28,7 +28,7 @@ from ragtrack.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
 from ragtrack.generators import Generator, build_generator
 from ragtrack.hashing import sha1_file
-from ragtrack.predictions import match_prediction_file
+from ragtrack.predictions import PredictionRecord, match_prediction_file, match_predictions
 from ragtrack.prompts import Prompt, load_prompt
 from ragtrack.provenance import git_state
 from ragtrack.results import case_rows
@@ -252,13 +252,20 @@ def config_scoring(path: Path) -> tuple[list[Scorer], list[GateSpec]]:
 
 
 def score_files(
-    eval_files: Sequence[str | Path], predictions: str | Path, scorers: Sequence[Scorer], gates: Sequence[GateSpec]
+    eval_files: Sequence[str | Path],
+    predictions: str | Path | Iterable[PredictionRecord],
+    scorers: Sequence[Scorer],
+    gates: Sequence[GateSpec],
 ) -> FileScores:
-    """Score a predictions file against eval-set files, without MLflow (`ragtrack score`, audits)."""
+    """Score a predictions file (or validated predictions from elsewhere, e.g. a DataFrame's rows)
+    against eval-set files, without MLflow (`ragtrack score`, audits, the MLflow evaluator)."""
     eval_set, _ = load_eval_set([str(f) for f in eval_files])
     check_applicable(scorers, eval_set)
     kept, dropped = applicable_gates(gates, [s.name for s in scorers])
-    generation = match_prediction_file(predictions, eval_set.cases)
+    if isinstance(predictions, (str, Path)):
+        generation = match_prediction_file(predictions, eval_set.cases)
+    else:
+        generation = match_predictions(predictions, eval_set.cases)
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, kept)
     rows = case_rows(eval_set.cases, generation.predictions, outputs)
     return FileScores(eval_set=eval_set, generation=generation, outputs=outputs, metrics=metrics, gates=gate_results,
