@@ -24,13 +24,14 @@ from omegaconf import DictConfig, OmegaConf
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 from ragtrack.redact import redact_overrides, redact_text
+from ragtrack.summary import JobOutcome
 from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
 from ragtrack.termination import exit_if_orphaned, handle_termination, watch_parent
 
 if TYPE_CHECKING:
     from ragtrack.types import RunResult
 
-__all__ = ["CONF_DIR", "check_overrides", "compose_run_config", "execute", "main", "run_cli"]
+__all__ = ["CONF_DIR", "check_overrides", "compose_run_config", "execute", "execute_job", "main", "run_cli"]
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 DEBUG_ENV = "RAGTRACK_DEBUG"  # set to 1 for the full traceback of a failed run on the console
@@ -44,20 +45,38 @@ def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | 
 
     Every input is validated first: bad input raises `InputError` before any store or run exists.
     """
+    return execute_job(cfg, base_dir=base_dir, parent_run_id=parent_run_id, tags=tags)[0]
+
+
+def execute_job(
+    cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None,
+    reuse: bool = False,
+) -> tuple[list[RunResult], JobOutcome]:
+    """`execute`, plus the run that holds the job's result; with `reuse`, an earlier finished run when one matches.
+
+    A tracked job's outermost run carries its key (`ragtrack.jobkey`). With `reuse` (sweep
+    jobs) and not `tracking.force`, a FINISHED run of the experiment with the same key is
+    returned instead of scoring again: no run is created, and the results are empty.
+    """
     from ragtrack.runner import prepare, run_stages
 
     stages = prepare(cfg)
     if not cfg.tracking.enabled:
-        return run_stages(stages)
+        return run_stages(stages), JobOutcome(run_id=None)
+    from ragtrack.jobkey import job_key
     from ragtrack.tracking import MlflowSink, resolve_tracking_uri
 
     uri = resolve_tracking_uri(cfg.tracking.uri, base_dir)
-    sink = MlflowSink(cfg, uri=uri, parent_run_id=parent_run_id, tags=tags)
+    sink = MlflowSink(cfg, uri=uri, parent_run_id=parent_run_id, tags=tags, job_key=job_key(stages))
+    if reuse and not cfg.tracking.force and (found := sink.finished_run_with_key()):
+        log.info("reusing run %s: it finished with the same inputs, config and scorer versions (tracking.force=true "
+                 "scores again)", found)
+        return [], JobOutcome(run_id=found, reused=True)
     results = run_stages(stages, sink)
     log.info("tracking uri: %s (experiment %r)", redact_text(uri), sink.experiment_name)
     for stage, run_id in sink.run_ids.items():
         log.info("mlflow run %s: %s", stage, run_id)
-    return results
+    return results, JobOutcome(run_id=sink.top_run_id)
 
 
 def _summary(cfg: RunConfig, results: list[RunResult]) -> None:
@@ -101,8 +120,8 @@ def _ids(ids: list[str], total: int, limit: int = 10) -> str:
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def main(cfg: DictConfig) -> float | None:
-    """Hydra task: returns `gate/all` (1.0, 0.0) or None when no gate was evaluated."""
+def main(cfg: DictConfig) -> JobOutcome:
+    """Hydra task: returns the job's run (for the sweep summary); a sweep job may reuse an earlier run."""
     hc = HydraConfig.get()
     in_sweep = hc.mode == RunMode.MULTIRUN
     if in_sweep and os.environ.get(SWEEP_PID_ENV, str(os.getpid())) != str(os.getpid()):
@@ -114,7 +133,8 @@ def main(cfg: DictConfig) -> float | None:
         with handle_termination():
             try:
                 run_cfg = RunConfig.from_container(_resolved(cfg))
-                results = execute(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV), tags=tags)
+                results, outcome = execute_job(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV),
+                                               tags=tags, reuse=in_sweep)
             except Exception as e:
                 if in_sweep:
                     raise  # the sweeper reports each failed job in one line and counts it
@@ -122,7 +142,7 @@ def main(cfg: DictConfig) -> float | None:
     finally:
         exit_if_orphaned()
     _summary(run_cfg, results)
-    return results[-1].metrics.get("gate/all")
+    return outcome
 
 
 def _resolved(cfg: DictConfig) -> dict[str, Any]:

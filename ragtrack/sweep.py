@@ -12,6 +12,10 @@ joblib workers, submitit):
 - a launcher that fails as a whole (a job's process was killed: joblib's
   `TerminatedWorkerError`, submitit's `UncompletedJobError`) is one line too, and exit 1;
   the parent ends FAILED, with its children on this host that are still RUNNING;
+- when every job has returned, the parent run gets the sweep summary (one row per job with
+  its headline metric and bootstrap interval, the best run; `ragtrack.tracking.sweep_summary`),
+  also printed on the console; a job that reused an earlier run (`ragtrack.jobkey`) is
+  listed with that run;
 - interrupted (Ctrl-C, SIGTERM, SIGHUP), the parent ends KILLED together with any child
   still RUNNING;
 - no `multirun.yaml`: Hydra's copy of the config would put override values, secrets
@@ -34,6 +38,10 @@ from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
+from pydantic import ValidationError
+
+from ragtrack.config import TrackingConfig
+from ragtrack.summary import JobOutcome, SweepJob, summary_lines
 
 __all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper", "raw_overrides"]
 
@@ -88,17 +96,24 @@ class TrackedSweeper(Sweeper):
         parent = _Parent.start(self.config, sweep_overrides)
         os.environ[SWEEP_PID_ENV] = str(os.getpid())
         returns: list[Sequence[JobReturn]] = []
+        jobs: list[SweepJob] = []
         failed = total = 0
         shared = set.intersection(*(set(job) for batch in batches for job in batch))  # shown once, not per job
         try:
             for batch in batches:
                 results = self.launcher.launch(batch, initial_job_idx=total)
                 for job_overrides, r in zip(batch, results, strict=True):
+                    varying = redact_overrides([o for o in job_overrides if o not in shared] or job_overrides)
                     if r.status == JobStatus.FAILED:
                         failed += 1
-                        varying = redact_overrides([o for o in job_overrides if o not in shared] or job_overrides)
                         # `_return_value`: the `return_value` property would print the raw overrides, then raise
-                        log.error("job #%d (%s) failed: %s", total, " ".join(varying), _one_line(r._return_value))
+                        error = _one_line(r._return_value)
+                        log.error("job #%d (%s) failed: %s", total, " ".join(varying), error)
+                        jobs.append(SweepJob(index=total, overrides=varying, status="FAILED", error=error))
+                    else:
+                        outcome = r.return_value
+                        run_id, reused = (outcome.run_id, outcome.reused) if isinstance(outcome, JobOutcome) else (None, False)
+                        jobs.append(SweepJob(index=total, overrides=varying, status="FINISHED", run_id=run_id, reused=reused))
                     total += 1
                 returns.append(results)
         except Exception as e:  # the launcher itself failed, e.g. a job's process died (OOM killer, segfault)
@@ -112,7 +127,7 @@ class TrackedSweeper(Sweeper):
         finally:
             os.environ.pop(PARENT_RUN_ENV, None)
             os.environ.pop(SWEEP_PID_ENV, None)
-        parent.end(None, failed_jobs=failed)
+        parent.end(None, failed_jobs=failed, jobs=jobs)
         if failed:
             where = f" (sweep run {parent.run_id})" if parent.run_id else ""
             log.error("%d of %d sweep jobs failed%s", failed, total, where)
@@ -123,33 +138,60 @@ class TrackedSweeper(Sweeper):
 class _Parent:
     """The sweep's MLflow parent run (or nothing, when tracking is off)."""
 
-    def __init__(self, uri: str | None, run_id: str | None) -> None:
+    def __init__(self, uri: str | None, run_id: str | None, settings: TrackingConfig | None = None,
+                 scorers: Sequence[str] = ()) -> None:
         self.uri, self.run_id = uri, run_id
+        self.settings = settings or TrackingConfig()
+        self.scorers = list(scorers)
 
     @classmethod
     def start(cls, config: Any, overrides: str) -> _Parent:
+        from ragtrack.errors import InputError
+
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
-        assert isinstance(tracking, dict)
-        if not tracking.get("enabled", True):
+        try:
+            settings = TrackingConfig.model_validate(tracking)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise InputError("config", err["msg"], field=".".join(["tracking", *map(str, err["loc"])])) from None
+        if not settings.enabled:
             return cls(None, None)
         from ragtrack.tracking import resolve_tracking_uri, start_sweep_parent
 
-        uri = resolve_tracking_uri(tracking.get("uri"), os.getcwd())
-        run_id = start_sweep_parent(
-            uri, tracking.get("experiment") or "ragtrack", f"sweep {overrides}", {"ragtrack.hydra_overrides": overrides}
-        )
+        uri = resolve_tracking_uri(settings.uri, os.getcwd())
+        run_id = start_sweep_parent(uri, settings.experiment, f"sweep {overrides}", {"ragtrack.hydra_overrides": overrides})
         os.environ[PARENT_RUN_ENV] = run_id
         log.info("sweep parent run: %s", run_id)
-        return cls(uri, run_id)
+        return cls(uri, run_id, settings, list(config.get("scorers") or {}))
 
-    def end(self, error: BaseException | None, *, failed_jobs: int) -> None:
+    def end(self, error: BaseException | None, *, failed_jobs: int, jobs: Sequence[SweepJob] | None = None) -> None:
+        """Summarise the jobs (when every job returned) and end the parent run with the sweep's status."""
         if self.uri is None or self.run_id is None:
             return
         from ragtrack.termination import Terminated
         from ragtrack.tracking import end_sweep_parent
 
+        if error is None and jobs is not None:
+            try:
+                self._summarize(jobs)
+            except BaseException as e:  # the summary could not be logged: the sweep did not finish
+                end_sweep_parent(self.uri, self.run_id, "FAILED", failed_jobs=failed_jobs, error=e)
+                raise
         if error is None:
             status = "FAILED" if failed_jobs else "FINISHED"
         else:
             status = "KILLED" if isinstance(error, (KeyboardInterrupt, Terminated)) else "FAILED"
         end_sweep_parent(self.uri, self.run_id, status, failed_jobs=failed_jobs, error=error)
+
+    def _summarize(self, jobs: Sequence[SweepJob]) -> None:
+        from ragtrack.tracking.sweep_summary import log_sweep_summary
+
+        assert self.uri is not None and self.run_id is not None
+        summary = log_sweep_summary(self.uri, self.run_id, jobs, self.settings, self.scorers)
+        if summary is None:
+            log.info("sweep summary: no job logged a metric to rank by")
+            return
+        pct = f"{summary.confidence:.0%}"
+        log.info("sweep summary: %s, %s bootstrap interval (sweep_summary.md in run %s)", summary.metric, pct, self.run_id)
+        for line in summary_lines(summary):
+            log.info("  %s", line)

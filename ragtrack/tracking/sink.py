@@ -7,7 +7,8 @@ pid (see `reaper`). A stage that raises ends FAILED; one interrupted by Ctrl-C, 
 SIGHUP ends KILLED; nothing is left RUNNING. A run is marked FINISHED only after its
 params, metrics, dataset inputs and artifacts have all been logged.
 
-Everything written here passes through `ragtrack.redact` except the archived data files.
+Everything written here passes through `ragtrack.redact` except the archived data files and
+the data in the per-case traces (questions, answers, contexts: see `tracking.traces`).
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.tracking import MlflowClient
 
 from ragtrack.archive import write_archive
+from ragtrack.case_traces import case_traces
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 from ragtrack.hashing import canonical_json
+from ragtrack.jobkey import JOB_KEY_TAG
 from ragtrack.redact import redact, redact_text
 from ragtrack.report import render_report, render_scorer_report
 from ragtrack.results import cases_frame
@@ -42,6 +45,7 @@ from ragtrack.termination import Terminated, deferred
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
 from ragtrack.tracking.session import Placement, connect, place_run
 from ragtrack.tracking.store import log_inputs_idempotent
+from ragtrack.tracking.traces import log_case_traces
 from ragtrack.types import ComponentInfo, RunResult, TrackingRecord
 
 __all__ = [
@@ -187,19 +191,34 @@ class MlflowSink:
         uri: str,
         parent_run_id: str | None = None,
         tags: Mapping[str, str] | None = None,
+        job_key: str | None = None,
     ) -> None:
         self.cfg = cfg
         self.uri = uri
         self.client = connect(uri)
         self.placement: Placement = place_run(self.client, uri, cfg.tracking.experiment, parent_run_id)
         self.tags = {k: redact(v, k) for k, v in (tags or {}).items()}
+        self.job_key = job_key
         self._parents = [self.placement.parent_run_id] if self.placement.parent_run_id else []
         self.run_ids: dict[str, str] = {}
+        self.top_run_id: str | None = None  # the job's outermost run: the "staged" parent, or its one run
         self._staged = False
 
     @property
     def experiment_name(self) -> str:
         return self.placement.experiment_name
+
+    def finished_run_with_key(self) -> str | None:
+        """The latest FINISHED run of the experiment whose job key is this job's, if any."""
+        if not self.job_key:
+            return None
+        runs = self.client.search_runs(
+            [self.placement.experiment_id],
+            filter_string=f"tags.`{JOB_KEY_TAG}` = '{self.job_key}' and attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+        return runs[0].info.run_id if runs else None
 
     def run_name(self, stage: str) -> str:
         """`<adapter>-<prompt>[-<built index>]` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""
@@ -216,9 +235,14 @@ class MlflowSink:
         tags = {"ragtrack.stage": stage, **self.tags, **process_tags()}
         if self._parents:
             tags["mlflow.parentRunId"] = self._parents[-1]
+        outermost = self.top_run_id is None
+        if outermost and self.job_key:
+            tags[JOB_KEY_TAG] = self.job_key
         run = self.client.create_run(self.placement.experiment_id, run_name=self.run_name(stage), tags=tags)
         run_id = run.info.run_id
         self.run_ids[stage] = run_id
+        if outermost:
+            self.top_run_id = run_id
         record = TrackingRecord(
             run_id=run_id,
             run_name=run.info.run_name or "",
@@ -255,7 +279,28 @@ class MlflowSink:
         log_batches(self.client, run_id, metrics=metrics, tags=tags)
         if stage != "staged":
             self._log_dataset(run_id, result)
-            self._log_artifacts(run_id, result, record)
+            traced = self._traces_wanted(result)
+            self._log_artifacts(run_id, result, record, traces_note=self._traces_note(result, traced))
+            if traced:
+                log_case_traces(self.uri, self.placement.experiment_id, run_id, case_traces(result))
+
+    def _traces_wanted(self, result: RunResult) -> bool:
+        limit = self.cfg.tracking.traces_max_cases
+        if 0 < limit < result.manifest.n_cases:
+            log.warning("per-case traces not logged: %d cases > tracking.traces_max_cases=%d (per-case results are in "
+                        "cases.parquet)", result.manifest.n_cases, limit)
+        return 0 < result.manifest.n_cases <= limit
+
+    def _traces_note(self, result: RunResult, traced: bool) -> str:
+        """The report's line on per-case traces: logged, or why not."""
+        n, limit = result.manifest.n_cases, self.cfg.tracking.traces_max_cases
+        if traced:
+            return (f"Logged: one trace per case ({n}), each with its subscores as assessments; open the experiment's "
+                    "**Evaluation runs** view in the MLflow UI to see them, or to compare runs case by case.")
+        if limit == 0:
+            return "Not logged: tracking.traces_max_cases=0."
+        return (f"Not logged: {n} cases > tracking.traces_max_cases={limit} (raise it to log them); "
+                "every case's subscores are in cases.parquet.")
 
     def _log_dataset(self, run_id: str, result: RunResult) -> None:
         inputs = []
@@ -275,14 +320,15 @@ class MlflowSink:
             inputs.append(DatasetInput(ds, tags))
         log_inputs_idempotent(self.client, run_id, inputs)
 
-    def _log_artifacts(self, run_id: str, result: RunResult, record: TrackingRecord) -> None:
+    def _log_artifacts(self, run_id: str, result: RunResult, record: TrackingRecord, *, traces_note: str) -> None:
         tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
         try:
             manifest = write_archive(result, tmp).model_copy(update={"tracking": record})
             result = result.model_copy(update={"manifest": manifest})
             frame = cases_frame(result)
             frame.to_parquet(tmp / "cases.parquet", index=False)
-            (tmp / "report.md").write_text(redact_text(render_report(result)), encoding="utf-8")
+            report = render_report(result).rstrip("\n") + f"\n\n## Per-case traces\n\n{traces_note}\n"
+            (tmp / "report.md").write_text(redact_text(report), encoding="utf-8")
             reports = tmp / "reports"
             reports.mkdir()
             for out in result.outputs:

@@ -1,0 +1,159 @@
+"""The sweep summary, logged into the sweep's parent run when the sweep ends (see `ragtrack.summary`).
+
+Each job's run is the one its task returned (for a reused job, the earlier run), else the
+parent's child tagged with its job number (`ragtrack.sweep_job`; a failed job's run). Its
+per-case values come from its `cases.parquet` (a staged job's: the furthest stage's run).
+The parent gets `sweep_summary.parquet`, `sweep_summary.md` and `sweep_summary.png`, the
+best job's headline metric and interval as its own metrics (`<metric>`,
+`<metric>/ci_low`, `<metric>/ci_high`), the counts `sweep/n_jobs|n_failed|n_reused`,
+and the tags `ragtrack.best_run_id` and `ragtrack.headline_metric`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+from mlflow.entities import Metric, Run, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from ragtrack.config import TrackingConfig
+from ragtrack.redact import redact_text
+from ragtrack.summary import (
+    JobScores,
+    SweepJob,
+    SweepSummary,
+    case_column,
+    headline_metric,
+    plot_summary,
+    render_summary,
+    summarize,
+    summary_frame,
+)
+from ragtrack.tracking.session import connect
+
+__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "log_sweep_summary"]
+
+BEST_RUN_TAG = "ragtrack.best_run_id"
+SWEEP_JOB_TAG = "ragtrack.sweep_job"  # a sweep child's job number (set by the Hydra task)
+_MAX_CHILDREN = 10_000
+
+
+def _children_by_job(client: MlflowClient, experiment_id: str, parent_run_id: str) -> dict[str, Run]:
+    children = client.search_runs(
+        [experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent_run_id}'", max_results=_MAX_CHILDREN
+    )
+    return {c.data.tags[SWEEP_JOB_TAG]: c for c in children if SWEEP_JOB_TAG in c.data.tags}
+
+
+def _scored_run(client: MlflowClient, run: Run) -> Run:
+    """The run holding the job's per-case table: a staged job's furthest stage, else the run itself."""
+    if run.data.tags.get("ragtrack.stage") != "staged":
+        return run
+    reached = run.data.tags.get("ragtrack.reached_stage", "")
+    stages = client.search_runs(
+        [run.info.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{run.info.run_id}' and tags.`ragtrack.stage` = '{reached}'",
+    )
+    return stages[0] if stages else run
+
+
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """MLflow draws a progress bar on stderr for every download; the sweep's console is for its summary."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
+def _case_values(client: MlflowClient, run: Run, column: str, tmp: Path) -> list | None:
+    """The per-case values of `column` in the run's cases.parquet; None when the run has no such table or column."""
+    scored = _scored_run(client, run)
+    try:
+        with _no_progress_bars():
+            local = client.download_artifacts(scored.info.run_id, "cases.parquet", str(tmp / scored.info.run_id))
+    except (MlflowException, OSError):  # a run without the table (another tool's run, or one that failed before logging it)
+        return None
+    frame = pd.read_parquet(local)
+    return frame[column].tolist() if column in frame.columns else None
+
+
+def log_sweep_summary(
+    uri: str, parent_run_id: str, jobs: Sequence[SweepJob], settings: TrackingConfig, scorers: Sequence[str]
+) -> SweepSummary | None:
+    """Summarise the sweep's jobs into its parent run; None when no job logged a metric to rank by."""
+    client = connect(uri)
+    experiment_id = client.get_run(parent_run_id).info.experiment_id
+    children = _children_by_job(client, experiment_id, parent_run_id)
+    resolved: list[SweepJob] = []
+    runs: dict[int, Run] = {}
+    for job in jobs:
+        run = client.get_run(job.run_id) if job.run_id else children.get(str(job.index))
+        if run is not None:
+            runs[job.index] = run
+            job = job.model_copy(update={
+                "run_id": run.info.run_id,
+                "run_name": run.info.run_name,
+                "status": run.info.status if job.status == "FINISHED" else job.status,
+                "stage": run.data.tags.get("ragtrack.reached_stage"),
+            })
+        resolved.append(job)
+    finished = [runs[j.index].data.metrics for j in resolved if j.index in runs and j.status == "FINISHED"]
+    metric = headline_metric(settings.headline_metric, scorers, finished)
+    if metric is None:
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix="ragtrack-sweep-"))
+    try:
+        scores = {
+            j.index: JobScores(
+                metrics=runs[j.index].data.metrics,
+                case_values=_case_values(client, runs[j.index], case_column(metric), tmp) if j.status == "FINISHED" else None,
+            )
+            for j in resolved
+            if j.index in runs
+        }
+        summary = summarize(resolved, scores, metric, goal=settings.headline_goal, seed=settings.bootstrap_seed,
+                            n_resamples=settings.bootstrap_resamples)
+        out = tmp / "summary"
+        out.mkdir()
+        summary_frame(summary).to_parquet(out / "sweep_summary.parquet", index=False)
+        (out / "sweep_summary.md").write_text(redact_text(render_summary(summary, parent_run_id)), encoding="utf-8")
+        plot_summary(summary, out / "sweep_summary.png")
+        client.log_artifacts(parent_run_id, str(out))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _log_best(client, parent_run_id, summary)
+    return summary
+
+
+def _log_best(client: MlflowClient, parent_run_id: str, summary: SweepSummary) -> None:
+    now = int(time.time() * 1000)
+    counts = {
+        "sweep/n_jobs": len(summary.rows),
+        "sweep/n_failed": sum(r.status != "FINISHED" for r in summary.rows),
+        "sweep/n_reused": sum(r.reused for r in summary.rows),
+    }
+    metrics = [Metric(k, float(v), now, 0) for k, v in counts.items()]
+    tags = [RunTag("ragtrack.headline_metric", summary.metric)]
+    best = summary.best
+    if best is not None and best.run_id:
+        m = summary.metric
+        values = {m: best.value, f"{m}/ci_low": best.ci_low, f"{m}/ci_high": best.ci_high}
+        metrics += [Metric(k, v, now, 0) for k, v in values.items() if not math.isnan(v)]
+        tags.append(RunTag(BEST_RUN_TAG, best.run_id))
+    client.log_batch(parent_run_id, metrics=metrics, tags=tags, synchronous=True)
