@@ -1,0 +1,97 @@
+"""The sweep summary, pure: rows, intervals, the best job, the Markdown table and the chart."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ragtrack.summary import (
+    JobScores,
+    SweepJob,
+    headline_metric,
+    plot_summary,
+    render_summary,
+    summarize,
+    summary_frame,
+)
+
+M = "eval_json_v2/eval_score_avg"
+
+
+def _job(i, adapter, prompt, status="FINISHED", **kw):
+    return SweepJob(index=i, overrides=[f"adapter={adapter}", f"prompt={prompt}"], status=status, run_id=f"run{i}", **kw)
+
+
+def _scores(values):
+    return JobScores(metrics={M: math.fsum(values) / len(values), "gate/all": 0.0}, case_values=values)
+
+
+@pytest.fixture
+def summary():
+    jobs = [_job(0, "base", "v1"), _job(1, "base", "v2"), _job(2, "lora", "v1", status="FAILED", error="ValueError: no"),
+            _job(3, "lora", "v2", reused=True)]
+    scores = {0: _scores([10.0, 20.0, 30.0]), 1: _scores([50.0, 60.0, 70.0]), 3: _scores([80.0, 90.0, 100.0])}
+    return summarize(jobs, scores, M, n_resamples=500)
+
+
+def test_one_row_per_job_with_the_sweep_axes(summary):
+    assert [(r.job, r.axes) for r in summary.rows] == [
+        (0, {"adapter": "base", "prompt": "v1"}), (1, {"adapter": "base", "prompt": "v2"}),
+        (2, {"adapter": "lora", "prompt": "v1"}), (3, {"adapter": "lora", "prompt": "v2"}),
+    ]
+
+
+def test_each_finished_row_has_its_value_inside_its_interval(summary):
+    assert all(r.ci_low <= r.value <= r.ci_high and r.n_cases == 3 for r in summary.rows if r.status == "FINISHED")
+
+
+def test_failed_job_is_listed_without_a_value(summary):
+    failed = summary.rows[2]
+    assert (failed.status, failed.error, math.isnan(failed.value)) == ("FAILED", "ValueError: no", True)
+
+
+def test_best_is_the_highest_finished_job(summary):
+    assert summary.best.job == 3
+
+
+def test_min_goal_picks_the_lowest(summary):
+    jobs = [_job(0, "a", "v1"), _job(1, "b", "v1")]
+    low = summarize(jobs, {0: _scores([5.0]), 1: _scores([1.0])}, M, goal="min", n_resamples=100)
+    assert low.best.job == 1
+
+
+def test_no_interval_when_the_column_is_not_what_the_metric_averages():
+    wrong = JobScores(metrics={M: 42.0}, case_values=[1.0, 2.0])
+    row = summarize([_job(0, "a", "v1")], {0: wrong}, M, n_resamples=100).rows[0]
+    assert row.value == 42.0 and math.isnan(row.ci_low) and row.n_cases == 0
+
+
+def test_dev_only_jobs_rank_below_full_set_jobs():
+    jobs = [_job(0, "a", "v1", stage="dev"), _job(1, "b", "v1", stage="full")]
+    s = summarize(jobs, {0: _scores([99.0]), 1: _scores([50.0])}, M, n_resamples=100)
+    assert s.best.job == 1
+
+
+def test_markdown_lists_every_job_and_names_the_best(summary):
+    md = render_summary(summary, "parent123")
+    assert "| 2 | lora | v1 | FAILED: ValueError: no |" in md and "FINISHED (reused)" in md
+    assert "- best: job 3 (adapter=lora prompt=v2), run `run3`" in md
+
+
+def test_frame_has_the_metric_and_its_bounds(summary):
+    frame = summary_frame(summary)
+    assert list(frame["axis/adapter"]) == ["base", "base", "lora", "lora"]
+    assert {M, f"{M}/ci_low", f"{M}/ci_high", "status", "run_id", "best"} <= set(frame.columns)
+
+
+def test_chart_is_a_png(summary, tmp_path):
+    plot_summary(summary, tmp_path / "s.png")
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_headline_defaults_to_the_eval_score_then_the_first_scorers_first_metric():
+    logged = [{"refusal_citation/precision": 1.0, "refusal_citation/n_scored": 3.0, "other/x": 1.0}]
+    assert headline_metric(None, ["refusal_citation", "other"], logged) == "refusal_citation/precision"
+    assert headline_metric(None, ["refusal_citation"], [{M: 1.0, **logged[0]}]) == M
+    assert headline_metric("other/x", ["refusal_citation"], logged) == "other/x"
