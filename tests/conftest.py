@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +127,42 @@ def demo_store(tmp_path_factory):
     from tests.demo_runs import DemoStore
 
     return DemoStore(tmp_path_factory.mktemp("demo_store"))
+
+
+def sweep_overrides(files: dict[str, Path], adapters: tuple[str, ...] = ("base", "lora_a")) -> list[str]:
+    """`ragtrack run` overrides over `demo_files`: each adapter's (good) predictions, tracking into `<tmp>/mlflow.db`."""
+    base = files["questions"].parent
+    for a in adapters:
+        shutil.copyfile(files["good"], base / f"{a}__v1.jsonl")
+    return [
+        f"eval_set.files=[{files['questions']},{files['qaset']}]",
+        f"prompt.path={files['prompt']}",
+        f"index.path={files['chunks']}",
+        "generator.params.path=" + str(base) + "/${adapter.name}__${prompt.version}.jsonl",
+        f"tracking.uri=sqlite:///{base / 'mlflow.db'}",
+        "tracking.experiment=sweep-test",
+    ]
+
+
+@pytest.fixture(scope="session")
+def _migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty MLflow SQLite store, created and migrated once per test session (2-5 s each time otherwise)."""
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path_factory.mktemp("template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{db}").search_experiments()
+    return db
+
+
+def clone_store(template: Path, directory: Path) -> str:
+    """Copy the store `template` to `<directory>/mlflow.db`; its URI."""
+    db = directory / "mlflow.db"
+    with sqlite3.connect(template) as src, sqlite3.connect(db) as dst:
+        src.backup(dst)
+    return f"sqlite:///{db}"
+
+
+@pytest.fixture
+def fresh_store(tmp_path: Path, _migrated_store: Path) -> str:
+    """`sqlite:///<tmp>/mlflow.db` (where `make_config` tracks): a copy of the migrated empty store."""
+    return clone_store(_migrated_store, tmp_path)

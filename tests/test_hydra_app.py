@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from ragtrack.config import RunConfig
 from ragtrack.hydra_app import CONF_DIR
+from tests.conftest import sweep_overrides
 
 ROOT = Path(CONF_DIR).parent
 RAGTRACK = [sys.executable, "-m", "ragtrack.cli"]
@@ -51,20 +52,6 @@ def test_every_yaml_key_has_a_comment(path):
     assert _keys_without_comment(path) == []
 
 
-def _sweep_files(demo_files, adapters=("base", "lora_a")):
-    base = demo_files["questions"].parent
-    for a in adapters:
-        shutil.copyfile(demo_files["good"], base / f"{a}__v1.jsonl")
-    return [
-        f"eval_set.files=[{demo_files['questions']},{demo_files['qaset']}]",
-        f"prompt.path={demo_files['prompt']}",
-        f"index.path={demo_files['chunks']}",
-        "generator.params.path=" + str(base) + "/${adapter.name}__${prompt.version}.jsonl",
-        f"tracking.uri=sqlite:///{base / 'mlflow.db'}",
-        "tracking.experiment=sweep-test",
-    ]
-
-
 def _ragtrack(args, cwd):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("RAGTRACK_PARENT_RUN_ID", None)
@@ -78,7 +65,7 @@ def _runs(demo_files, experiment="sweep-test"):
 
 
 def test_multirun_groups_jobs_under_one_parent(demo_files):
-    proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *_sweep_files(demo_files)], demo_files["questions"].parent)
+    proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *sweep_overrides(demo_files)], demo_files["questions"].parent)
     assert proc.returncode == 0, proc.stderr
     runs = _runs(demo_files)
     (parent,) = [r for r in runs if r.data.tags["ragtrack.stage"] == "sweep"]
@@ -88,7 +75,7 @@ def test_multirun_groups_jobs_under_one_parent(demo_files):
 
 
 def test_failing_sweep_job_fails_the_parent(demo_files):
-    args = _sweep_files(demo_files, adapters=("base",))  # lora_a has no predictions file
+    args = sweep_overrides(demo_files, adapters=("base",))  # lora_a has no predictions file
     proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
     assert proc.returncode != 0
     statuses = {r.data.tags["ragtrack.stage"] + ":" + r.data.params.get("adapter", ""): r.info.status for r in _runs(demo_files)}
@@ -96,21 +83,21 @@ def test_failing_sweep_job_fails_the_parent(demo_files):
 
 
 def test_failing_sweep_job_is_counted_on_the_parent(demo_files):
-    args = _sweep_files(demo_files, adapters=("base",))
+    args = sweep_overrides(demo_files, adapters=("base",))
     _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
     (parent,) = [r for r in _runs(demo_files) if r.data.tags["ragtrack.stage"] == "sweep"]
     assert parent.data.tags["ragtrack.failed_jobs"] == "1"
 
 
 def test_failing_sweep_job_is_one_line_without_traceback(demo_files):
-    args = _sweep_files(demo_files, adapters=("base",))
+    args = sweep_overrides(demo_files, adapters=("base",))
     proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
     failed = [line for line in proc.stderr.splitlines() if "failed:" in line]
     assert len(failed) == 1 and "adapter=lora_a" in failed[0] and "Traceback" not in proc.stderr
 
 
 def test_bad_input_exits_2_naming_the_file(demo_files):
-    args = _sweep_files(demo_files, adapters=())
+    args = sweep_overrides(demo_files, adapters=())
     proc = _ragtrack(["run", *args], demo_files["questions"].parent)
     assert proc.returncode == 2 and "base__v1.jsonl: file not found" in proc.stderr
 
@@ -131,7 +118,7 @@ def test_bad_input_leaves_no_files_in_the_working_directory(tmp_path):
 
 
 def test_skipped_full_stage_says_which_condition_failed(demo_files):
-    args = _sweep_files(demo_files, adapters=("base",))
+    args = sweep_overrides(demo_files, adapters=("base",))
     shutil.copyfile(demo_files["bad"], demo_files["questions"].parent / "base__v1.jsonl")
     proc = _ragtrack(["run", "stages=staged", "stages.dev_n=2", *args], demo_files["questions"].parent)
     assert proc.returncode == 0, proc.stderr

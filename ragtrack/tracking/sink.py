@@ -71,6 +71,7 @@ MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
 MAX_RUN_NAME = 250
+_MAX_REUSE_CANDIDATES = 100  # finished runs with a job's key looked at when choosing one to reuse
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
 
 
@@ -209,16 +210,20 @@ class MlflowSink:
         return self.placement.experiment_name
 
     def finished_run_with_key(self) -> str | None:
-        """The latest FINISHED run of the experiment whose job key is this job's, if any."""
+        """The latest FINISHED run of the experiment with this job's key, outside this job's own sweep.
+
+        Jobs of one sweep never reuse each other: a sweep that repeats a job means to run it again.
+        """
         if not self.job_key:
             return None
         runs = self.client.search_runs(
             [self.placement.experiment_id],
             filter_string=f"tags.`{JOB_KEY_TAG}` = '{self.job_key}' and attributes.status = 'FINISHED'",
             order_by=["attributes.start_time DESC"],
-            max_results=1,
+            max_results=_MAX_REUSE_CANDIDATES,
         )
-        return runs[0].info.run_id if runs else None
+        sweep = self.placement.parent_run_id
+        return next((r.info.run_id for r in runs if sweep is None or r.data.tags.get("mlflow.parentRunId") != sweep), None)
 
     def run_name(self, stage: str) -> str:
         """`<adapter>-<prompt>[-<built index>]` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from ragtrack.config import RunConfig
 from ragtrack.hydra_app import execute
 from ragtrack.tracking.traces import CASE_ID_KEY, count_run_traces, request_preview
-from tests.conftest import ANSWER_EXAMPLES, write_jsonl
+from tests.conftest import ANSWER_EXAMPLES, clone_store, write_jsonl
 
 N = 200
 
@@ -46,9 +46,11 @@ def _config(root: Path, **tracking) -> RunConfig:
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory):
+def traced(tmp_path_factory, _migrated_store):
     """A tracked 200-case run: (uri, experiment id, run id, result)."""
-    cfg = _config(tmp_path_factory.mktemp("traces"))
+    root = tmp_path_factory.mktemp("traces")
+    clone_store(_migrated_store, root)
+    cfg = _config(root)
     (result,) = execute(cfg)
     return (cfg.tracking.uri, *_run(cfg), result)
 
@@ -84,7 +86,7 @@ def test_assessment_is_linked_to_the_run_with_the_scorer_error_as_rationale(trac
     assert score.rationale.startswith("not JSON")
 
 
-def test_above_the_limit_no_traces_and_the_report_says_so(tmp_path):
+def test_above_the_limit_no_traces_and_the_report_says_so(tmp_path, fresh_store):
     cfg = _config(tmp_path, traces_max_cases=N - 1)
     execute(cfg)
     exp, run_id = _run(cfg)
