@@ -1,0 +1,122 @@
+"""Per-case traces: the time to write 1,000 cases × 10 assessments to SQLite, every one counted back.
+
+    python bench/bench_traces.py [--cases 1000] [--subscores 10] [--repeat 3] [--run]
+
+Part 1 writes `--cases` traces (a root span and a retriever span each, `--subscores`
+assessments with a rationale each) through `ragtrack.tracking.traces.log_case_traces`
+into a run of an existing SQLite store (WAL, as ragtrack opens it), then reads every
+trace of the run back and counts traces and assessments: the figures count only if all
+of them landed. Best of `--repeat`, with wall and CPU time and the load average (the
+machine is shared: wall time under load is no measure of the code).
+Part 2 (`--run`) times the logging of a real 1,000-case run (both scorers, ~18
+per-case columns) with traces and without (`tracking.traces_max_cases=0`): the extra
+a run pays for its traces. Target (issue #8): ≤ 15 s extra for 1,000 cases × 10 subscores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import synth  # noqa: E402
+
+
+def _cases(n: int, subscores: int):
+    from ragtrack.case_traces import CaseAssessment, CaseTrace
+    from ragtrack.types import ContextChunk
+
+    return [
+        CaseTrace(
+            case_id=f"c{i:05d}",
+            question=f"退款多久到账？ question {i}",
+            answer='{"target_audience": "客户", "main_topic": "退款"} ' + "x" * 400,
+            contexts=[ContextChunk(text="退款将在审核通过后7个工作日内原路退回。" * 5, source_path=f"docs/p{k}.md", id=f"p{k}#1")
+                      for k in range(3)],
+            latency_ms=1234.5,
+            assessments=[CaseAssessment(name=f"bench/s{j}", value=j / subscores, rationale="not JSON: line 1", source="bench@1")
+                         for j in range(subscores)],
+        )
+        for i in range(n)
+    ]
+
+
+def write_and_count(tmp: Path, n: int, subscores: int, repeat: int) -> None:
+    from ragtrack.tracking.session import connect
+    from ragtrack.tracking.traces import count_run_traces, log_case_traces
+
+    uri = f"sqlite:///{tmp / 'traces.db'}"
+    client = connect(uri)  # creates and migrates the store, in WAL mode
+    exp = client.create_experiment("bench-traces", artifact_location=(tmp / "artifacts").as_uri())
+    cases = _cases(n, subscores)
+    best = None
+    for i in range(repeat):
+        run_id = client.create_run(exp, run_name=f"r{i}").info.run_id
+        w0, c0 = time.perf_counter(), time.process_time()
+        written = log_case_traces(uri, exp, run_id, cases)
+        w1, c1 = time.perf_counter(), time.process_time()
+        counted = count_run_traces(uri, exp, run_id)
+        w2 = time.perf_counter()
+        if counted != written or counted.traces != n or counted.assessments != n * subscores:
+            raise SystemExit(f"lost data: wrote {written}, read back {counted}")
+        trial = (w1 - w0, c1 - c0, w2 - w1)
+        best = trial if best is None or trial[0] < best[0] else best
+        client.set_terminated(run_id)
+    load = os.getloadavg()
+    print(f"{n} cases × {subscores} assessments, existing SQLite store (best of {repeat}; load average {load[0]:.1f}):")
+    print(f"  write      {best[0]:7.2f} s wall, {best[1]:6.2f} s CPU  ({1000 * best[0] / n:.1f} ms per case)")
+    print(f"  read back  {best[2]:7.2f} s: {n} traces and {n * subscores} assessments, all landed, in every trial")
+
+
+def real_run(tmp: Path, n: int, repeat: int) -> None:
+    from ragtrack.config import RunConfig
+    from ragtrack.runner import run
+    from ragtrack.tracking import MlflowSink
+
+    paths = synth.write(tmp / "data", n)
+    uri = f"sqlite:///{tmp / 'run.db'}"
+
+    def config(max_cases: int) -> RunConfig:
+        return RunConfig.from_container({
+            "model": {"id": "bench/model"}, "adapter": {"name": "bench", "id": "bench/adapter@1"},
+            "index": {"name": "bench", "path": str(paths["index"])}, "prompt": {"version": "v1", "path": str(paths["prompt"])},
+            "eval_set": {"name": "bench", "files": [str(paths["questions"]), str(paths["qaset"])]},
+            "generator": {"name": "replay", "params": {"path": str(paths["predictions"])}},
+            "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
+            "tracking": {"uri": uri, "experiment": "bench", "traces_max_cases": max_cases},
+        })
+
+    result = run(config(0))
+    columns = sum(1 for out in result.outputs for cs in out.cases for k, v in cs.values.items()
+                  if v not in (None, "") and not k.endswith("/error"))
+    timings: dict[int, float] = {}
+    for max_cases in (0, n) * repeat:
+        sink = MlflowSink(config(max_cases), uri=uri)
+        with sink("full") as report:
+            t0 = time.perf_counter()
+            report(result)
+            timings[max_cases] = min(timings.get(max_cases, float("inf")), time.perf_counter() - t0)
+    print(f"logging a real {n}-case run ({columns / n:.1f} assessments per case; best of {repeat}; "
+          f"load average {os.getloadavg()[0]:.1f}):")
+    print(f"  without traces {timings[0]:7.2f} s, with traces {timings[n]:7.2f} s: {timings[n] - timings[0]:.2f} s extra")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--subscores", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--run", action="store_true", help="also time a real run's logging with and without traces")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        write_and_count(Path(d), args.cases, args.subscores, args.repeat)
+        if args.run:
+            real_run(Path(d), args.cases, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
