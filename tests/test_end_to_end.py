@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ragtrack.tracking.traces import count_run_traces
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -123,3 +125,4 @@ def test_run_logs_to_a_real_mlflow_server(mlflow_server, tmp_path):
     (run,) = _runs(mlflow_server, "ragtrack-demo")
     artifacts = {f.path for f in MlflowClient(mlflow_server).list_artifacts(run.info.run_id)}
     assert run.data.params["adapter"] == "lora_a" and {"report.md", "cases.parquet"} <= artifacts
+    assert count_run_traces(mlflow_server, run.info.experiment_id, run.info.run_id).traces == 52  # per-case traces over REST
