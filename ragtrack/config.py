@@ -115,7 +115,6 @@ class TrackingConfig(_Section):
     traces_max_cases: int = Field(default=2000, ge=0)  # per-case traces only up to this many cases (0: never)
     force: bool = False  # a sweep re-runs jobs that match a finished run (see ragtrack.jobkey)
     headline_metric: str | None = None  # ranks a sweep's jobs; None: eval_json_v2/eval_score_avg, else the first metric
-    headline_goal: Literal["max", "min"] = "max"
     bootstrap_seed: int = 0
     bootstrap_resamples: int = Field(default=10_000, ge=1)
 

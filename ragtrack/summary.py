@@ -6,8 +6,11 @@ metrics and per-case values and logs what this module renders (`sweep_summary.pa
 
 The headline metric is `tracking.headline_metric`; when unset, `eval_json_v2/eval_score_avg`
 if a job logged it, else the first metric (by name, as runs log them; counts `n_…` left
-out) of the first configured scorer. Its interval is a seeded bootstrap of the per-case
-values the metric is the mean of (`cases.parquet`), so it is reproducible bit for bit.
+out) of the first configured scorer. Its interval is a seeded bootstrap over the job's
+cases of the metric's per-case terms, as its scorer declares them (`Scorer.case_terms`,
+read from the job's `cases.parquet`), so it is reproducible bit for bit; so is its
+direction (higher or lower is better). A metric without declared terms gets no interval
+and is ranked higher-is-better.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragtrack.types import ScoreValue
+from ragtrack.errors import InputError
+from ragtrack.scorers.base import CaseColumns, CaseTerms, get_scorer_class
 
 if TYPE_CHECKING:
     import pandas
@@ -31,8 +35,8 @@ __all__ = [
     "SummaryRow",
     "SweepJob",
     "SweepSummary",
-    "case_column",
     "headline_metric",
+    "headline_terms",
     "plot_summary",
     "render_summary",
     "summarize",
@@ -41,10 +45,6 @@ __all__ = [
 ]
 
 DEFAULT_HEADLINE = "eval_json_v2/eval_score_avg"
-# Aggregates that are the mean of a differently named per-case column; any other metric's
-# column has the metric's own name. Summaries check that the column's mean equals the
-# logged metric before giving an interval, so a wrong pairing shows as "no interval".
-_MEAN_OF = {"eval_json_v2/eval_score_avg": "eval_json_v2/score", "eval_json_v2/schema_pass_rate": "eval_json_v2/schema_ok"}
 
 
 class JobOutcome(BaseModel):
@@ -72,12 +72,12 @@ class SweepJob(BaseModel):
 
 
 class JobScores(BaseModel):
-    """A job's logged metrics and the per-case values of its headline metric's column (None: no such column)."""
+    """A job's logged metrics and its headline metric's per-case terms (None: not declared, or no per-case table)."""
 
     model_config = ConfigDict(frozen=True)
 
     metrics: dict[str, float] = Field(default_factory=dict)
-    case_values: list[ScoreValue] | None = None
+    terms: CaseTerms | None = None
 
 
 class SummaryRow(BaseModel):
@@ -103,7 +103,7 @@ class SweepSummary(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     metric: str
-    goal: Literal["max", "min"]
+    higher_is_better: bool
     confidence: float
     seed: int
     n_resamples: int
@@ -112,9 +112,14 @@ class SweepSummary(BaseModel):
     best: SummaryRow | None
 
 
-def case_column(metric: str) -> str:
-    """The per-case column whose mean `metric` is (checked against the logged value before use)."""
-    return _MEAN_OF.get(metric, metric)
+def headline_terms(metric: str, columns: CaseColumns) -> CaseTerms | None:
+    """The metric's per-case terms as its scorer declares them, from a run's per-case columns; None when it has none."""
+    scorer = metric.partition("/")[0]
+    try:
+        declared = get_scorer_class(scorer).case_terms(columns)
+    except (InputError, KeyError):  # not a registered scorer's metric, or its per-case columns are missing
+        return None
+    return next((t for t in declared if t.metric == metric), None)
 
 
 def headline_metric(configured: str | None, scorers: Sequence[str], logged: Sequence[Mapping[str, float]]) -> str | None:
@@ -152,16 +157,15 @@ def summarize(
     scores: Mapping[int, JobScores],
     metric: str,
     *,
-    goal: Literal["max", "min"] = "max",
     seed: int = 0,
     n_resamples: int = 10_000,
     confidence: float = 0.95,
 ) -> SweepSummary:
-    """One row per job (in job order); the best is the finished job with the highest (`min`: lowest) value.
+    """One row per job (in job order); the best is the finished job with the best value (its terms give the direction).
 
     Jobs whose staged run stopped at the dev gate are ranked only when no job reached the full set.
     """
-    from ragtrack.stats import bootstrap_mean_ci
+    from ragtrack.stats import bootstrap_ratio_ci
 
     axes = _axes(jobs)
     rows = []
@@ -170,9 +174,9 @@ def summarize(
         value = s.metrics.get(metric, math.nan)
         low = high = math.nan
         n = 0
-        if s.case_values is not None and not math.isnan(value):
-            ci = bootstrap_mean_ci([_number(v) for v in s.case_values], seed=seed, n_resamples=n_resamples, confidence=confidence)
-            if ci.estimate == value:  # the column really is what the metric averages
+        if s.terms is not None and not math.isnan(value):
+            ci = bootstrap_ratio_ci(s.terms.num, s.terms.den, seed=seed, n_resamples=n_resamples, confidence=confidence)
+            if ci.estimate == value:  # the terms are those of the logged number
                 low, high, n = ci.low, ci.high, ci.n
         given = _as_dict(job)
         rows.append(SummaryRow(
@@ -182,17 +186,13 @@ def summarize(
         ))
     ranked = [r for r in rows if r.status == "FINISHED" and not math.isnan(r.value)]
     ranked = [r for r in ranked if r.stage != "dev"] or ranked  # a dev subset's score ranks only when no job got further
+    declared = [s.terms for s in scores.values() if s.terms is not None]
+    higher = declared[0].higher_is_better if declared else True
     best = None
     if ranked:
-        best = (max if goal == "max" else min)(ranked, key=lambda r: r.value)  # the first of equals wins
-    return SweepSummary(metric=metric, goal=goal, confidence=confidence, seed=seed, n_resamples=n_resamples,
-                        axes=axes, rows=rows, best=best)
-
-
-def _number(v: ScoreValue) -> float | None:
-    if v is None or isinstance(v, str):
-        return None
-    return float(v)
+        best = (max if higher else min)(ranked, key=lambda r: r.value)  # the first of equals wins
+    return SweepSummary(metric=metric, higher_is_better=higher, confidence=confidence, seed=seed,
+                        n_resamples=n_resamples, axes=axes, rows=rows, best=best)
 
 
 def _fmt(v: float) -> str:
@@ -241,7 +241,7 @@ def render_summary(summary: SweepSummary, parent_run_id: str | None = None) -> s
     if parent_run_id:
         lines.append(f"- sweep run: `{parent_run_id}`")
     lines += [
-        f"- headline metric: `{summary.metric}` ({'higher' if summary.goal == 'max' else 'lower'} is better)",
+        f"- headline metric: `{summary.metric}` ({'higher' if summary.higher_is_better else 'lower'} is better)",
         f"- {pct} interval: percentile bootstrap over cases, seed {summary.seed}, {summary.n_resamples} resamples",
     ]
     if summary.best is not None:

@@ -6,10 +6,12 @@ import math
 
 import pytest
 
+from ragtrack.scorers.base import CaseTerms
 from ragtrack.summary import (
     JobScores,
     SweepJob,
     headline_metric,
+    headline_terms,
     plot_summary,
     render_summary,
     summarize,
@@ -23,8 +25,9 @@ def _job(i, adapter, prompt, status="FINISHED", **kw):
     return SweepJob(index=i, overrides=[f"adapter={adapter}", f"prompt={prompt}"], status=status, run_id=f"run{i}", **kw)
 
 
-def _scores(values):
-    return JobScores(metrics={M: math.fsum(values) / len(values), "gate/all": 0.0}, case_values=values)
+def _scores(values, higher_is_better=True):
+    terms = CaseTerms(metric=M, num=values, den=[1.0] * len(values), higher_is_better=higher_is_better)
+    return JobScores(metrics={M: math.fsum(values) / len(values), "gate/all": 0.0}, terms=terms)
 
 
 @pytest.fixture
@@ -55,14 +58,14 @@ def test_best_is_the_highest_finished_job(summary):
     assert summary.best.job == 3
 
 
-def test_min_goal_picks_the_lowest(summary):
+def test_lower_is_better_metric_picks_the_lowest():
     jobs = [_job(0, "a", "v1"), _job(1, "b", "v1")]
-    low = summarize(jobs, {0: _scores([5.0]), 1: _scores([1.0])}, M, goal="min", n_resamples=100)
-    assert low.best.job == 1
+    low = summarize(jobs, {0: _scores([5.0], False), 1: _scores([1.0], False)}, M, n_resamples=100)
+    assert (low.best.job, low.higher_is_better) == (1, False)
 
 
-def test_no_interval_when_the_column_is_not_what_the_metric_averages():
-    wrong = JobScores(metrics={M: 42.0}, case_values=[1.0, 2.0])
+def test_no_interval_when_the_terms_are_not_those_of_the_logged_metric():
+    wrong = JobScores(metrics={M: 42.0}, terms=CaseTerms(metric=M, num=[1.0, 2.0], den=[1.0, 1.0]))
     row = summarize([_job(0, "a", "v1")], {0: wrong}, M, n_resamples=100).rows[0]
     assert row.value == 42.0 and math.isnan(row.ci_low) and row.n_cases == 0
 
@@ -95,3 +98,15 @@ def test_headline_defaults_to_the_eval_score_then_the_first_scorers_first_metric
     assert headline_metric(None, ["refusal_citation", "other"], logged) == "refusal_citation/precision"
     assert headline_metric(None, ["refusal_citation"], [{M: 1.0, **logged[0]}]) == M
     assert headline_metric("other/x", ["refusal_citation"], logged) == "other/x"
+
+
+def test_headline_terms_come_from_the_scorers_declaration():
+    columns = {"eval_json_v2/score": [10.0, None, 30.0], "eval_json_v2/schema_ok": [True, None, False]}
+    columns |= {f"eval_json_v2/{k}": [0.0, None, 1.0] for k in ("target_audience", "main_topic", "sub_topic",
+                "detailed_description_f1", "original_evidence", "predicted_questions_f1", "grounding")}
+    terms = headline_terms(M, columns)
+    assert (terms.num, terms.den) == ([10.0, 0.0, 30.0], [1.0, 0.0, 1.0])
+
+
+def test_metric_without_declared_terms_has_none():
+    assert headline_terms("nosuchscorer/x", {}) is None and headline_terms(M, {}) is None

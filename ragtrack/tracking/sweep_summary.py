@@ -2,7 +2,7 @@
 
 Each job's run is the one its task returned (for a reused job, the earlier run), else the
 parent's child tagged with its job number (`ragtrack.sweep_job`; a failed job's run). Its
-per-case values come from its `cases.parquet` (a staged job's: the furthest stage's run).
+per-case terms come from its `cases.parquet` (a staged job's: the furthest stage's run).
 The parent gets `sweep_summary.parquet`, `sweep_summary.md` and `sweep_summary.png`, the
 best job's headline metric and interval as its own metrics (`<metric>`,
 `<metric>/ci_low`, `<metric>/ci_high`), the counts `sweep/n_jobs|n_failed|n_reused`,
@@ -12,32 +12,31 @@ and the tags `ragtrack.best_run_id` and `ragtrack.headline_metric`.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
 from mlflow.entities import Metric, Run, RunTag
-from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from ragtrack.config import TrackingConfig
+from ragtrack.errors import InputError
 from ragtrack.redact import redact_text
+from ragtrack.scorers.base import CaseTerms
 from ragtrack.summary import (
     JobScores,
     SweepJob,
     SweepSummary,
-    case_column,
     headline_metric,
+    headline_terms,
     plot_summary,
     render_summary,
     summarize,
     summary_frame,
 )
+from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.session import connect
 
 __all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "log_sweep_summary"]
@@ -66,31 +65,13 @@ def _scored_run(client: MlflowClient, run: Run) -> Run:
     return stages[0] if stages else run
 
 
-@contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """MLflow draws a progress bar on stderr for every download; the sweep's console is for its summary."""
-    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-    before = os.environ.get(key)
-    os.environ[key] = "false"
+def _terms(uri: str, client: MlflowClient, run: Run, metric: str) -> CaseTerms | None:
+    """The metric's per-case terms from the job's per-case table; None when the run has no table (not ragtrack's)."""
     try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = before
-
-
-def _case_values(client: MlflowClient, run: Run, column: str, tmp: Path) -> list | None:
-    """The per-case values of `column` in the run's cases.parquet; None when the run has no such table or column."""
-    scored = _scored_run(client, run)
-    try:
-        with _no_progress_bars():
-            local = client.download_artifacts(scored.info.run_id, "cases.parquet", str(tmp / scored.info.run_id))
-    except (MlflowException, OSError):  # a run without the table (another tool's run, or one that failed before logging it)
+        frame = read_cases(uri, _scored_run(client, run).info.run_id)
+    except InputError:
         return None
-    frame = pd.read_parquet(local)
-    return frame[column].tolist() if column in frame.columns else None
+    return headline_terms(metric, {c: frame[c].tolist() for c in frame.columns})
 
 
 def log_sweep_summary(
@@ -117,26 +98,23 @@ def log_sweep_summary(
     metric = headline_metric(settings.headline_metric, scorers, finished)
     if metric is None:
         return None
-    tmp = Path(tempfile.mkdtemp(prefix="ragtrack-sweep-"))
+    scores = {
+        j.index: JobScores(
+            metrics=runs[j.index].data.metrics,
+            terms=_terms(uri, client, runs[j.index], metric) if j.status == "FINISHED" else None,
+        )
+        for j in resolved
+        if j.index in runs
+    }
+    summary = summarize(resolved, scores, metric, seed=settings.bootstrap_seed, n_resamples=settings.bootstrap_resamples)
+    out = Path(tempfile.mkdtemp(prefix="ragtrack-sweep-"))
     try:
-        scores = {
-            j.index: JobScores(
-                metrics=runs[j.index].data.metrics,
-                case_values=_case_values(client, runs[j.index], case_column(metric), tmp) if j.status == "FINISHED" else None,
-            )
-            for j in resolved
-            if j.index in runs
-        }
-        summary = summarize(resolved, scores, metric, goal=settings.headline_goal, seed=settings.bootstrap_seed,
-                            n_resamples=settings.bootstrap_resamples)
-        out = tmp / "summary"
-        out.mkdir()
         summary_frame(summary).to_parquet(out / "sweep_summary.parquet", index=False)
         (out / "sweep_summary.md").write_text(redact_text(render_summary(summary, parent_run_id)), encoding="utf-8")
         plot_summary(summary, out / "sweep_summary.png")
         client.log_artifacts(parent_run_id, str(out))
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
     _log_best(client, parent_run_id, summary)
     return summary
 
