@@ -29,6 +29,7 @@ bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress 
 	$(BIN)/python bench/bench_predictions.py
 	$(BIN)/python bench/bench_compare.py
 	$(BIN)/python bench/bench_index.py
+	$(BIN)/python bench/bench_traces.py --run
 	$(BIN)/python bench/stress_store.py --trials 5 --sweeps 1
 	$(BIN)/python bench/contention_store.py
 	$(BIN)/python bench/bench_llm.py

@@ -41,6 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
 from ragtrack.config import TrackingConfig
+from ragtrack.errors import InputError
 from ragtrack.summary import JobOutcome, SweepJob, summary_lines
 
 __all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper", "raw_overrides"]
@@ -93,7 +94,11 @@ class TrackedSweeper(Sweeper):
         for batch in batches:  # every job's config composes before anything is tracked
             self.validate_batch_is_legal(batch)
         sweep_overrides = " ".join(redact_overrides(raw_overrides(self.config.hydra.overrides.task)))
-        parent = _Parent.start(self.config, sweep_overrides)
+        try:
+            parent = _Parent.start(self.config, sweep_overrides)
+        except InputError as e:  # Hydra would print a traceback for it
+            log.error("error: %s", e)
+            raise SystemExit(2) from None
         os.environ[SWEEP_PID_ENV] = str(os.getpid())
         returns: list[Sequence[JobReturn]] = []
         jobs: list[SweepJob] = []
@@ -146,8 +151,6 @@ class _Parent:
 
     @classmethod
     def start(cls, config: Any, overrides: str) -> _Parent:
-        from ragtrack.errors import InputError
-
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         try:
             settings = TrackingConfig.model_validate(tracking)

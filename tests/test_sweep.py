@@ -136,3 +136,10 @@ def test_submitit_jobs_outlive_a_sigkilled_launcher_and_nothing_stays_running(tm
     reap_dead_runs(MlflowClient(uri))  # what the next ragtrack command on the store does first
     statuses = {stage: [(r.info.status, r.data.tags.get("ragtrack.reaped")) for r in rs] for stage, rs in _by_stage(uri).items()}
     assert alive == [] and statuses == {"sweep": [("KILLED", "true")], "full": [("FINISHED", None)]}
+
+
+def test_bad_tracking_setting_stops_a_sweep_in_one_line_before_any_run(tmp_path):
+    db = tmp_path / "mlflow.db"
+    proc = run(["run", "-m", "adapter=base,lora_a", "tracking.bootstrap_resamples=0", f"tracking.uri=sqlite:///{db}"])
+    assert (proc.returncode, db.exists(), "Traceback" in proc.stderr) == (2, False, False)
+    assert "tracking.bootstrap_resamples: Input should be greater than or equal to 1" in proc.stderr

@@ -5,6 +5,8 @@
 `reaper`: runs left RUNNING by processes that are gone.
 `store`: opening a store that several processes share (locked migration, WAL) and race-safe dataset inputs.
 `reader`: logged runs read back (record, artifacts, an experiment's runs) for compare, audit and rescore.
+`traces`: each case of a run as a trace with assessments (MLflow's evaluation view).
+`sweep_summary`: a sweep's jobs summarised into its parent run.
 """
 
 from ragtrack.tracking.sink import (
