@@ -122,8 +122,8 @@ def headline_terms(metric: str, columns: CaseColumns) -> CaseTerms | None:
     return next((t for t in declared if t.metric == metric), None)
 
 
-def headline_metric(configured: str | None, scorers: Sequence[str], logged: Sequence[Mapping[str, float]]) -> str | None:
-    """The configured metric, else the default (see module doc); None when no job logged anything to rank by."""
+def headline_metric(configured: str | None, scorers: Sequence[str], logged: Sequence[Mapping[str, float]]) -> str:
+    """The configured metric, else the default (see module doc; also when no job logged a metric)."""
     if configured:
         return configured
     names = sorted({k for m in logged for k in m})
@@ -134,7 +134,7 @@ def headline_metric(configured: str | None, scorers: Sequence[str], logged: Sequ
             scope, _, metric = name.partition("/")
             if scope == scorer and not metric.startswith("n_"):
                 return name
-    return None
+    return DEFAULT_HEADLINE
 
 
 def _axes(jobs: Sequence[SweepJob]) -> list[str]:

@@ -191,9 +191,6 @@ class _Parent:
 
         assert self.uri is not None and self.run_id is not None
         summary = log_sweep_summary(self.uri, self.run_id, jobs, self.settings, self.scorers)
-        if summary is None:
-            log.info("sweep summary: no job logged a metric to rank by")
-            return
         pct = f"{summary.confidence:.0%}"
         log.info("sweep summary: %s, %s bootstrap interval (sweep_summary.md in run %s)", summary.metric, pct, self.run_id)
         for line in summary_lines(summary):

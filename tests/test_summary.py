@@ -98,6 +98,14 @@ def test_headline_defaults_to_the_eval_score_then_the_first_scorers_first_metric
     assert headline_metric(None, ["refusal_citation", "other"], logged) == "refusal_citation/precision"
     assert headline_metric(None, ["refusal_citation"], [{M: 1.0, **logged[0]}]) == M
     assert headline_metric("other/x", ["refusal_citation"], logged) == "other/x"
+    assert headline_metric(None, ["refusal_citation"], []) == M  # every job failed: the default names the column
+
+
+def test_sweep_whose_jobs_all_failed_is_still_summarised(tmp_path):
+    jobs = [_job(0, "a", "v1", status="FAILED", error="E: x"), _job(1, "b", "v1", status="FAILED", error="E: y")]
+    s = summarize(jobs, {}, M, n_resamples=100)
+    plot_summary(s, tmp_path / "s.png")
+    assert s.best is None and render_summary(s).count("| FAILED: E: ") == 2 and (tmp_path / "s.png").exists()
 
 
 def test_headline_terms_come_from_the_scorers_declaration():

@@ -76,8 +76,8 @@ def _terms(uri: str, client: MlflowClient, run: Run, metric: str) -> CaseTerms |
 
 def log_sweep_summary(
     uri: str, parent_run_id: str, jobs: Sequence[SweepJob], settings: TrackingConfig, scorers: Sequence[str]
-) -> SweepSummary | None:
-    """Summarise the sweep's jobs into its parent run; None when no job logged a metric to rank by."""
+) -> SweepSummary:
+    """Summarise the sweep's jobs into its parent run (a sweep whose jobs all failed too: they are listed)."""
     client = connect(uri)
     experiment_id = client.get_run(parent_run_id).info.experiment_id
     children = _children_by_job(client, experiment_id, parent_run_id)
@@ -96,8 +96,6 @@ def log_sweep_summary(
         resolved.append(job)
     finished = [runs[j.index].data.metrics for j in resolved if j.index in runs and j.status == "FINISHED"]
     metric = headline_metric(settings.headline_metric, scorers, finished)
-    if metric is None:
-        return None
     scores = {
         j.index: JobScores(
             metrics=runs[j.index].data.metrics,
