@@ -5,7 +5,7 @@ with the client API and an explicit parent run id (never the process-global acti
 so parallel sweep jobs sharing one store cannot cross wires. Each run carries its host and
 pid (see `reaper`). A stage that raises ends FAILED; one interrupted by Ctrl-C, SIGTERM or
 SIGHUP ends KILLED; nothing is left RUNNING. A run is marked FINISHED only after its
-params, metrics, dataset inputs and artifacts have all been logged.
+params, metrics, dataset inputs, artifacts and per-case traces have all been logged.
 
 Everything written here passes through `ragtrack.redact` except the archived data files and
 the data in the per-case traces (questions, answers, contexts: see `tracking.traces`).
