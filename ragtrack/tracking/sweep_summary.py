@@ -84,6 +84,7 @@ def log_sweep_summary(
     resolved: list[SweepJob] = []
     runs: dict[int, Run] = {}
     for job in jobs:
+        job = job.model_copy(update={"error": redact_text(job.error) if job.error else None})
         run = client.get_run(job.run_id) if job.run_id else children.get(str(job.index))
         if run is not None:
             runs[job.index] = run

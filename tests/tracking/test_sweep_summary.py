@@ -96,3 +96,17 @@ def test_rerun_summary_links_the_reused_runs(repeated_sweep, tmp_path):
     (parent,) = [r for r in second if r.data.tags["ragtrack.stage"] == "sweep" and r.info.run_id not in {x.info.run_id for x in first}]
     frame = _summary(uri, parent.info.run_id, tmp_path)
     assert set(frame["run_id"]) == _jobs(first) and frame["reused"].all() and parent.data.metrics["sweep/n_reused"] == 2
+
+
+def test_secret_in_a_failed_jobs_error_is_masked_in_the_summary(fresh_store, tmp_path):
+    from ragtrack.config import TrackingConfig
+    from ragtrack.summary import SweepJob
+    from ragtrack.tracking import start_sweep_parent
+    from ragtrack.tracking.sweep_summary import log_sweep_summary
+
+    secret = "sk-test-9f8e7d6c5b4a3f2e1d0c"
+    parent = start_sweep_parent(fresh_store, "sweep-test", "sweep", {})
+    job = SweepJob(index=0, overrides=["adapter=base"], status="FAILED", error=f"RuntimeError: rejected key {secret}")
+    log_sweep_summary(fresh_store, parent, [job], TrackingConfig(), ["eval_json_v2"])
+    frame = _summary(fresh_store, parent, tmp_path)
+    assert secret not in frame["error"].iloc[0] and "rejected key" in frame["error"].iloc[0]
