@@ -150,6 +150,16 @@ class LLMError(RuntimeError):
             text = text.replace(secret, MASK)
         super().__init__(redact_text(text))
 
+    def __reduce__(self) -> tuple:
+        # Rebuilt from its (already masked) message: `cls(*args)` would not match __init__.
+        return (_rebuild, (type(self), self.args))
+
+
+def _rebuild(cls: type[LLMError], args: tuple) -> LLMError:
+    error = RuntimeError.__new__(cls)
+    error.args = args
+    return error
+
 
 class LLMAuthError(LLMError):
     """401/403: the key is missing, wrong or lacks rights. Retrying cannot help; the run stops."""

@@ -12,12 +12,18 @@ import signal
 
 import ragtrack
 from ragtrack.errors import InputError
+from ragtrack.llm import LLMAuthError, LLMError, _Retryable
+from ragtrack.scorers.rubric_judge import JudgeParseError
 from ragtrack.termination import Terminated
 
 # One example of every exception class defined in the package; a new class must add one.
 EXAMPLES: dict[type[BaseException], BaseException] = {
     InputError: InputError("data/qaset.json", "expected a list", where="item 3", field="gold_ids"),
     Terminated: Terminated(signal.SIGTERM),
+    LLMError: LLMError("http://127.0.0.1:8000/v1", "m", "HTTP 500", secret="sk-x"),
+    LLMAuthError: LLMAuthError("http://127.0.0.1:8000/v1", "m", "HTTP 401: key rejected"),
+    _Retryable: _Retryable("HTTP 503", retry_after=1.5),
+    JudgeParseError: JudgeParseError("rubric_judge: 3 of 10 replies unreadable"),
 }
 
 
