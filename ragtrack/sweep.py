@@ -96,7 +96,7 @@ class TrackedSweeper(Sweeper):
         sweep_overrides = " ".join(redact_overrides(raw_overrides(self.config.hydra.overrides.task)))
         try:
             parent = _Parent.start(self.config, sweep_overrides)
-        except InputError as e:  # Hydra would print a traceback for it
+        except InputError as e:  # a bad tracking setting or a store that cannot be used: Hydra would print a traceback
             log.error("error: %s", e)
             raise SystemExit(2) from None
         os.environ[SWEEP_PID_ENV] = str(os.getpid())
