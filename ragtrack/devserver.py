@@ -318,29 +318,32 @@ def main(argv: list[str] | None = None) -> int:
             print("error: --auth needs MLFLOW_TRACKING_PASSWORD in the environment (the admin password)", file=sys.stderr)
             return 2
         auth = (os.environ.get("MLFLOW_TRACKING_USERNAME") or "admin", password)
+    from ragtrack.termination import Terminated, exit_code, handle_termination
+
     root = Path(tempfile.mkdtemp(prefix="ragtrack-server-"))
     pg, s3 = Postgres(), MotoS3(root)
     server: TrackingServer | None = None
     try:
-        pg.start()
-        s3.start()
-        s3.create_bucket(args.bucket)
-        server = TrackingServer(root, pg.create_database("mlflow"), f"s3://{args.bucket}/artifacts", s3.endpoint,
-                                auth=auth, port=args.port)
-        server.start()
-        print(f"PostgreSQL  {pg.uri('mlflow')}\nS3 (moto)   {s3.endpoint}  bucket {args.bucket}\n"
-              f"MLflow      {server.url}{'  (basic-auth, admin ' + auth[0] + ')' if auth else ''}\n\n"
-              f"export MLFLOW_TRACKING_URI={server.url}\n\nCtrl-C stops everything and deletes its data ({root}).",
-              flush=True)
-        while server.proc is not None and server.proc.poll() is None:
-            time.sleep(1)
-        print(f"mlflow server exited: see {server.log}", file=sys.stderr)
-        return 1
+        with handle_termination():  # Ctrl-C, SIGTERM, SIGHUP: stop everything below
+            pg.start()
+            s3.start()
+            s3.create_bucket(args.bucket)
+            server = TrackingServer(root, pg.create_database("mlflow"), f"s3://{args.bucket}/artifacts", s3.endpoint,
+                                    auth=auth, port=args.port)
+            server.start()
+            print(f"PostgreSQL  {pg.uri('mlflow')}\nS3 (moto)   {s3.endpoint}  bucket {args.bucket}\n"
+                  f"MLflow      {server.url}{'  (basic-auth, admin ' + auth[0] + ')' if auth else ''}\n\n"
+                  f"export MLFLOW_TRACKING_URI={server.url}\n\nCtrl-C stops everything and deletes its data ({root}).",
+                  flush=True)
+            while server.proc is not None and server.proc.poll() is None:
+                time.sleep(1)
+            print(f"error: mlflow server exited: {_tail(server.log)}", file=sys.stderr)
+            return 1
     except ComponentError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 0
+    except (KeyboardInterrupt, Terminated) as e:
+        return 0 if isinstance(e, KeyboardInterrupt) else exit_code(e)
     finally:
         if server is not None:
             server.stop()
