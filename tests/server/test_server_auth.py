@@ -7,8 +7,13 @@ must appear nowhere, and a wrong or missing password as one clear line.
 
 from __future__ import annotations
 
-import pytest
+import secrets
+import socket
 
+import pytest
+import requests
+
+from ragtrack.tracking.reaper import HOST_TAG, PID_TAG
 from tests.processes import run
 from tests.server.stack import PASSWORD, Target, one_error_line
 
@@ -63,3 +68,18 @@ def test_wrong_password_is_one_line_naming_the_uri(auth):
 def test_missing_credentials_say_which_variables_to_set(auth):
     proc = run(["run", "tracking.experiment=server-auth-none"], MLFLOW_TRACKING_URI=auth.url)
     assert "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD" in one_error_line(proc)
+
+
+def test_another_users_dead_run_is_said_and_skipped_not_fatal(auth):
+    """A shared login node: bob's command finds admin's run of a vanished process, which bob may not end."""
+    bob = ("bob", f"bob-{secrets.token_hex(8)}")
+    created = requests.post(f"{auth.url}/api/2.0/mlflow/users/create", json=dict(zip(("username", "password"), bob)),
+                            auth=auth.server.auth, timeout=30)
+    created.raise_for_status()
+    with auth.reading() as client:
+        exp = client.create_experiment("server-auth-admin")
+        dead = client.create_run(exp, tags={HOST_TAG: socket.gethostname(), PID_TAG: "999999999"}).info.run_id
+    proc = run(["run", "tracking.experiment=server-auth-bob"], MLFLOW_TRACKING_URI=auth.url,
+               MLFLOW_TRACKING_USERNAME=bob[0], MLFLOW_TRACKING_PASSWORD=bob[1])
+    assert proc.returncode == 0, proc.stderr
+    assert f"run {dead} " in proc.stderr and "it is not ours to end" in proc.stderr
