@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from ragtrack.errors import InputError
 from ragtrack.redact import redact_text
 
-__all__ = ["RETRY_ENV", "check_store", "is_http", "use_restart_budget"]
+__all__ = ["RETRY_ENV", "check_store", "is_http", "summary", "use_restart_budget"]
 
 RETRY_ENV = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5",  # sleeps 0, 4, 8, 16, 32 s (+ up to 1 s jitter each): ~60 s
@@ -92,6 +92,14 @@ def _check_database(uri: str) -> None:
                          "pip install 'ragtrack[server]'") from None
     except Exception as e:  # any driver or SQLAlchemy error: the database cannot be used
         raise InputError(_where(uri), f"cannot connect to the database: {_first_line(e)}") from None
+
+
+def summary(e: BaseException) -> str:
+    """One line for an error of a call to the store: a connection failure as its reason, not MLflow's paragraph."""
+    m = _REASON.search(str(e))
+    if m and ("Max retries exceeded" in str(e) or "timeout" in str(e).lower()):
+        return f"the tracking server does not answer ({(m.group(1) or m.group(2)).strip()})"
+    return f"{type(e).__name__}: {_first_line(e)}"
 
 
 def _first_line(e: BaseException | str) -> str:

@@ -6,12 +6,21 @@ reason in the skip message (`pytest -ra` lists it), never a silent pass.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from unittest import mock
 
 import pytest
 
 from ragtrack.devserver import ComponentError
 from tests.server.stack import Stack, Target
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """In-process commands set MLflow's retry settings in os.environ (see `tracking.remote`): undone after each test."""
+    with mock.patch.dict(os.environ):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -2,16 +2,19 @@
 
 Real `ragtrack` processes log with `MLFLOW_TRACKING_URI=http://127.0.0.1:PORT`; the tests read
 back params, metrics, dataset inputs and artifacts through MLflow, and the artifacts as
-objects in the bucket.
+objects in the bucket. `compare`, `audit` and `rescore` run in-process on those runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
 import pytest
 
+from ragtrack.cli import main
+from ragtrack.rescore import RESCORED_FROM_TAG
 from ragtrack.tracking.reaper import REAPED_TAG
 from tests.processes import markers_at_least, run, start_slow, wait_for
 from tests.server.stack import Target
@@ -55,6 +58,41 @@ def test_run_artifacts_are_listed_by_mlflow(single, plain):
 def test_run_artifacts_are_objects_in_the_bucket(single, plain):
     r = single[1]
     assert plain.bucket_files(r) == plain.artifact_paths(r.info.run_id)
+
+
+def _main(capsys, *args: str) -> tuple[int, str]:
+    """`ragtrack <args>` in-process; (exit code, stdout)."""
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return code, out.out
+
+
+def test_audit_of_a_server_run_passes_every_check(single, plain, capsys):
+    _, out = _main(capsys, "audit", single[1].info.run_id, "--tracking-uri", plain.url)
+    assert "all checks passed" in out and "re-derived bit for bit" in out
+
+
+@pytest.fixture(scope="module")
+def rescored(single, plain):
+    """`ragtrack rescore` of the single run, on the server (a process: module fixtures have no capsys): the new run."""
+    proc = run(["rescore", single[1].info.run_id], **plain.env())
+    assert proc.returncode == 0, proc.stderr
+    (new,) = [r for r in plain.runs("server-single") if r.data.tags.get(RESCORED_FROM_TAG)]
+    return new
+
+
+def test_rescore_lands_on_the_server_with_its_artifacts(rescored, single, plain):
+    assert (rescored.info.status, rescored.data.tags[RESCORED_FROM_TAG]) == ("FINISHED", single[1].info.run_id)
+    assert rescored.data.metrics["eval_json_v2/eval_score_avg"] == single[1].data.metrics["eval_json_v2/eval_score_avg"]
+    assert {"report.md", "cases.parquet", "manifest.json"} <= plain.bucket_files(rescored)
+
+
+def test_compare_reads_both_runs_from_the_server(rescored, single, plain, capsys):
+    _, out = _main(capsys, "compare", single[1].info.run_id, rescored.info.run_id, "--json", "--tracking-uri", plain.url)
+    verdicts = {m["metric"]: m["verdict"] for m in json.loads(out)["metrics"]}
+    assert verdicts["eval_json_v2/eval_score_avg"] == "no significant difference"
 
 
 def test_sweep_children_finish_under_one_parent(plain):
