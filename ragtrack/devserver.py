@@ -298,10 +298,6 @@ class TrackingServer:
         _stop(self.proc)
         self.proc = None
 
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
 
 def main(argv: list[str] | None = None) -> int:
     """`make server`: the stack in the foreground until Ctrl-C; every trace of it is removed then."""

@@ -11,7 +11,8 @@ errors and 408/429/5xx answers alike): a tracking URI that does not answer costs
   password masked), raised as `InputError` (exit 2) before any run exists.
 - `use_restart_budget` gives every later call a budget that outlasts a restart of the
   tracking server (`RETRY_ENV`: 5 retries, backoff doubling from 4 s, ~60 s in all), unless
-  the user set MLflow's variables. MLflow's retried writes are safe: metrics and params are
+  the user set MLflow's variables (the timeout of one call stays MLflow's 120 s: uploads of
+  large artifacts through the server take time). MLflow's retried writes are safe: metrics and params are
   deduplicated by the server, artifacts are overwritten.
 
 Credentials come only from the environment (`MLFLOW_TRACKING_USERNAME`/`PASSWORD`, read by
@@ -36,14 +37,14 @@ __all__ = ["RETRY_ENV", "check_store", "is_http", "summary", "use_restart_budget
 RETRY_ENV = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5",  # sleeps 0, 4, 8, 16, 32 s (+ up to 1 s jitter each): ~60 s
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "2",
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",  # one answer (an upload included) may take this long
 }
 PROBE_RETRIES = 2  # the probe's own budget: 3 attempts, sleeps 0 and 2 s
 PROBE_BACKOFF = 1
 PROBE_TIMEOUT_S = 10
 _SEARCH = "/api/2.0/mlflow/experiments/search"
 _ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts"
-_REASON = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)|(timed out|Read timed out|Connection aborted|RemoteDisconnected)")
+# How MLflow's wrapped requests errors say that nothing answered: a socket error, or a timeout.
+_REASON = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)|((?:Read )?timed out|Connection aborted|RemoteDisconnected)")
 
 
 def is_http(uri: str) -> bool:
@@ -94,12 +95,16 @@ def _check_database(uri: str) -> None:
         raise InputError(_where(uri), f"cannot connect to the database: {_first_line(e)}") from None
 
 
+def _unanswered(e: BaseException) -> str | None:
+    """Why nothing answered (`Connection refused`, `Read timed out`…), when `e` says so."""
+    m = _REASON.search(str(e))
+    return (m.group(1) or m.group(2)).strip() if m else None
+
+
 def summary(e: BaseException) -> str:
     """One line for an error of a call to the store: a connection failure as its reason, not MLflow's paragraph."""
-    m = _REASON.search(str(e))
-    if m and ("Max retries exceeded" in str(e) or "timeout" in str(e).lower()):
-        return f"the tracking server does not answer ({(m.group(1) or m.group(2)).strip()})"
-    return f"{type(e).__name__}: {_first_line(e)}"
+    reason = _unanswered(e)
+    return f"the tracking server does not answer ({reason})" if reason else f"{type(e).__name__}: {_first_line(e)}"
 
 
 def _first_line(e: BaseException | str) -> str:
@@ -122,8 +127,7 @@ def _check_server(uri: str) -> None:
             return http_request(creds, endpoint, "GET", params=params, max_retries=retries, backoff_factor=PROBE_BACKOFF,
                                 timeout=PROBE_TIMEOUT_S, raise_on_status=False)
         except Exception as e:  # MLflow wraps connection errors and timeouts in MlflowException
-            m = _REASON.search(str(e))
-            reason = (m.group(1) or m.group(2)).strip() if m else _first_line(e)
+            reason = _unanswered(e) or _first_line(e)
             raise InputError(_where(uri), f"the tracking server does not answer ({reason}; "
                              f"{retries + 1} attempts)") from None
 
