@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock

@@ -60,17 +60,17 @@ def test_run_artifacts_are_objects_in_the_bucket(single, plain):
     assert plain.bucket_files(r) == plain.artifact_paths(r.info.run_id)
 
 
-def _main(capsys, *args: str) -> tuple[int, str]:
-    """`ragtrack <args>` in-process; (exit code, stdout)."""
+def _main(capsys, *args: str) -> str:
+    """`ragtrack <args>` in-process, which must exit 0; its stdout."""
     capsys.readouterr()
     code = main(list(args))
     out = capsys.readouterr()
     assert code == 0, out.err
-    return code, out.out
+    return out.out
 
 
 def test_audit_of_a_server_run_passes_every_check(single, plain, capsys):
-    _, out = _main(capsys, "audit", single[1].info.run_id, "--tracking-uri", plain.url)
+    out = _main(capsys, "audit", single[1].info.run_id, "--tracking-uri", plain.url)
     assert "all checks passed" in out and "re-derived bit for bit" in out
 
 
@@ -90,7 +90,7 @@ def test_rescore_lands_on_the_server_with_its_artifacts(rescored, single, plain)
 
 
 def test_compare_reads_both_runs_from_the_server(rescored, single, plain, capsys):
-    _, out = _main(capsys, "compare", single[1].info.run_id, rescored.info.run_id, "--json", "--tracking-uri", plain.url)
+    out = _main(capsys, "compare", single[1].info.run_id, rescored.info.run_id, "--json", "--tracking-uri", plain.url)
     verdicts = {m["metric"]: m["verdict"] for m in json.loads(out)["metrics"]}
     assert verdicts["eval_json_v2/eval_score_avg"] == "no significant difference"
 
