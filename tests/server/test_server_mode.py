@@ -1,8 +1,8 @@
 """ragtrack against a team tracking server: `mlflow server` on PostgreSQL with artifacts in S3 (moto).
 
 Real `ragtrack` processes log with `MLFLOW_TRACKING_URI=http://127.0.0.1:PORT`; the tests read
-back params, metrics, dataset inputs and artifacts through MLflow, and the artifacts as
-objects in the bucket. `compare`, `audit` and `rescore` run in-process on those runs.
+back params, metrics, dataset inputs, per-case traces and artifacts through MLflow, and the
+artifacts as objects in the bucket. `compare`, `audit` and `rescore` run in-process on those runs.
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ import signal
 
 import pytest
 
+from ragtrack.case_traces import RATIONALE_COLUMNS
 from ragtrack.cli import main
 from ragtrack.rescore import RESCORED_FROM_TAG
+from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.reaper import REAPED_TAG, reap_dead_runs
+from ragtrack.tracking.traces import count_run_traces
 from tests.processes import markers_at_least, run, start_slow, wait_for
 from tests.server.stack import Target
 
@@ -58,6 +61,20 @@ def test_run_artifacts_are_listed_by_mlflow(single, plain):
 def test_run_artifacts_are_objects_in_the_bucket(single, plain):
     r = single[1]
     assert plain.bucket_files(r) == plain.artifact_paths(r.info.run_id)
+
+
+def _assessable_cells(frame) -> int:
+    """The per-case scorer values of a run's cases.parquet that `case_traces` turns into assessments."""
+    cols = [c for c in frame.columns if "/" in c and c.rpartition("/")[2] not in RATIONALE_COLUMNS]
+    return sum(1 for c in cols for v in frame[c] if v is not None and v == v and v != "")
+
+
+def test_run_per_case_traces_and_their_assessments_are_on_the_server(single, plain):
+    r = single[1]
+    with plain.reading():
+        counts = count_run_traces(plain.url, r.info.experiment_id, r.info.run_id)
+        frame = read_cases(plain.url, r.info.run_id)
+    assert counts.traces == len(frame) == 52 and counts.assessments == _assessable_cells(frame)
 
 
 def _main(capsys, *args: str) -> str:
