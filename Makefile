@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.ragtrack-installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test bench ui
+.PHONY: demo test bench ui server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,3 +37,6 @@ bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress 
 ui: $(STAMP)  ## the MLflow UI on the demo's store
 	@echo "open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning  (the runs view, not the GenAI one)"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
+
+server: $(STAMP)  ## a team tracking stack on 127.0.0.1 (PostgreSQL + S3 stand-in + mlflow server) until Ctrl-C; AUTH=1 for basic-auth
+	$(BIN)/python -m ragtrack.devserver --port $(or $(PORT),5000) $(if $(AUTH),--auth)

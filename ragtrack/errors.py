@@ -1,11 +1,11 @@
-"""The one error type for bad user input: it names the file, the item or line, and the field."""
+"""The one error type for bad user input (it names the file, the item or line, and the field), and a run the store lost."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError"]
+__all__ = ["InputError", "RunNotEnded"]
 
 
 class InputError(ValueError):
@@ -33,6 +33,11 @@ class InputError(ValueError):
         """`file not found`, or `cannot read: <strerror>` (a directory, no permission, ...)."""
         problem = "file not found" if isinstance(e, FileNotFoundError) else f"cannot read: {e.strerror or e}"
         return cls(str(path), problem, field=field)
+
+
+class RunNotEnded(RuntimeError):
+    """The tracking store stopped answering before a run could be ended: the run stays RUNNING
+    until a later ragtrack command on that store, from this host, ends it KILLED (`tracking.reaper`)."""
 
 
 def _rebuild(cls: type[InputError], file: str, problem: str, where: str | None, field: str | None) -> InputError:

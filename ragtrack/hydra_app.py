@@ -22,7 +22,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ragtrack.config import RunConfig
-from ragtrack.errors import InputError
+from ragtrack.errors import InputError, RunNotEnded
 from ragtrack.redact import redact_overrides, redact_text
 from ragtrack.summary import JobOutcome
 from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
@@ -176,6 +176,9 @@ def _report_failure(e: Exception) -> None:
     if isinstance(e, InputError):
         log.error("error: %s", e)
         sys.exit(2)
+    if isinstance(e, RunNotEnded):  # the store went away: the message says what became of the run
+        log.error("error: %s", e)
+        sys.exit(1)
     if os.environ.get(DEBUG_ENV):
         log.exception("error: %s: %s", type(e).__name__, e)
     else:

@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
 from ragtrack.config import TrackingConfig
-from ragtrack.errors import InputError
+from ragtrack.errors import InputError, RunNotEnded
 from ragtrack.summary import JobOutcome, SweepJob, summary_lines
 
 __all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper", "raw_overrides"]
@@ -96,7 +96,7 @@ class TrackedSweeper(Sweeper):
         sweep_overrides = " ".join(redact_overrides(raw_overrides(self.config.hydra.overrides.task)))
         try:
             parent = _Parent.start(self.config, sweep_overrides)
-        except InputError as e:  # Hydra would print a traceback for it
+        except InputError as e:  # a bad tracking setting or a store that cannot be used: Hydra would print a traceback
             log.error("error: %s", e)
             raise SystemExit(2) from None
         os.environ[SWEEP_PID_ENV] = str(os.getpid())
@@ -132,7 +132,11 @@ class TrackedSweeper(Sweeper):
         finally:
             os.environ.pop(PARENT_RUN_ENV, None)
             os.environ.pop(SWEEP_PID_ENV, None)
-        parent.end(None, failed_jobs=failed, jobs=jobs)
+        try:
+            parent.end(None, failed_jobs=failed, jobs=jobs)
+        except RunNotEnded as e:  # the store went away: one line, not Hydra's traceback
+            log.error("error: %s", e)
+            raise SystemExit(1) from None
         if failed:
             where = f" (sweep run {parent.run_id})" if parent.run_id else ""
             log.error("%d of %d sweep jobs failed%s", failed, total, where)

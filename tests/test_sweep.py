@@ -143,3 +143,11 @@ def test_bad_tracking_setting_stops_a_sweep_in_one_line_before_any_run(tmp_path)
     proc = run(["run", "-m", "adapter=base,lora_a", "tracking.bootstrap_resamples=0", f"tracking.uri=sqlite:///{db}"])
     assert (proc.returncode, db.exists(), "Traceback" in proc.stderr) == (2, False, False)
     assert "tracking.bootstrap_resamples: Input should be greater than or equal to 1" in proc.stderr
+
+
+def test_sweep_to_a_tracking_server_that_does_not_answer_is_one_line():
+    from ragtrack.devserver import free_port
+
+    proc = run(["run", "-m", "adapter=base,lora_a"], MLFLOW_TRACKING_URI=f"http://127.0.0.1:{free_port()}")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "the tracking server does not answer" in lines[0], proc.stderr

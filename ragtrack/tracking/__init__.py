@@ -4,6 +4,7 @@
 `session`: connecting a command to a store (and reaping its dead runs), choosing a run's experiment.
 `reaper`: runs left RUNNING by processes that are gone.
 `store`: opening a store that several processes share (locked migration, WAL) and race-safe dataset inputs.
+`remote`: a store over the network: probed once per command (one line naming the URI when it cannot be used), retries that outlast a server restart.
 `reader`: logged runs read back (record, artifacts, an experiment's runs) for compare, audit and rescore.
 `traces`: each case of a run as a trace with assessments (MLflow's evaluation view).
 `sweep_summary`: a sweep's jobs summarised into its parent run.

@@ -4,7 +4,9 @@ SIGKILL (the OOM killer, `kill -9`, a machine losing power) leaves a run RUNNING
 Each run records where it lives (`ragtrack.host`, `ragtrack.pid`, and the process's start
 time, which tells a reused pid from the original); any later ragtrack command on the same
 store ends such runs of this host KILLED with `ragtrack.reaped=true`, and says so.
-Runs of other hosts are left alone: their processes cannot be seen from here.
+Runs of other hosts are left alone: their processes cannot be seen from here. On a shared
+server a run of another user may not be ours to end (basic-auth's PERMISSION_DENIED): that
+is said and skipped, not fatal to the command.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import socket
 
 import psutil
 from mlflow.entities import RunStatus
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
@@ -88,8 +91,15 @@ def reap_dead_runs(client: MlflowClient) -> list[ReapedRun]:
             continue
         if process_alive(pid, _float(tags.get(STARTED_TAG))):
             continue
-        client.set_tag(run.info.run_id, REAPED_TAG, "true")
-        client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.KILLED))
+        try:
+            client.set_tag(run.info.run_id, REAPED_TAG, "true")
+            client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.KILLED))
+        except MlflowException as e:
+            if e.error_code != "PERMISSION_DENIED":
+                raise
+            log.warning("run %s (%s) was left RUNNING by process %d on %s, which is gone; it is not ours to end: %s",
+                        run.info.run_id, run.info.run_name, pid, host, str(e).splitlines()[0])
+            continue
         r = ReapedRun(run_id=run.info.run_id, run_name=run.info.run_name or "", experiment_id=run.info.experiment_id, pid=pid)
         log.warning(
             "run %s (%s) was left RUNNING by process %d on %s, which is gone: ended it KILLED (ragtrack.reaped=true)",

@@ -1,7 +1,8 @@
 """Connecting to a tracking store for a ragtrack command: open it, reap dead runs, find the experiment.
 
-Every command that opens a store goes through `connect`, so any of them ends the runs that a
-vanished process left RUNNING (once per process and store). Experiments are resolved in one
+Every command that opens a store goes through `connect`, so any of them checks that the store
+can be used (one clear line when it cannot, see `remote`) and ends the runs that a vanished
+process left RUNNING (once per process and store). Experiments are resolved in one
 place, so that a job, its sweep parent and an enclosing `mlflow run` agree on where runs go.
 """
 
@@ -14,6 +15,7 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.tracking.reaper import reap_dead_runs
+from ragtrack.tracking.remote import check_store, is_http, use_restart_budget
 from ragtrack.tracking.store import open_client, sqlite_path
 
 __all__ = ["EXPERIMENT_KIND_TAG", "Placement", "artifact_root", "connect", "place_run", "project_run_id"]
@@ -22,13 +24,19 @@ __all__ = ["EXPERIMENT_KIND_TAG", "Placement", "artifact_root", "connect", "plac
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 
-_reaped: set[tuple[int, str]] = set()  # (pid, uri): where this process has reaped already
+_reaped: set[tuple[int, str]] = set()  # (pid, uri): where this process has checked and reaped already
 
 
 def connect(uri: str) -> MlflowClient:
-    """A client for `uri` (opened safely, see `store`); the first call per process also reaps this host's dead runs there."""
+    """A client for `uri` (opened safely, see `store`); the first call per process also checks the
+    store (`InputError` naming the URI when it cannot be used) and reaps this host's dead runs there."""
+    first = (os.getpid(), uri) not in _reaped
+    if is_http(uri):
+        use_restart_budget()
+    if first:
+        check_store(uri)
     client = open_client(uri)
-    if (os.getpid(), uri) not in _reaped:
+    if first:
         reap_dead_runs(client)
         _reaped.add((os.getpid(), uri))
     return client

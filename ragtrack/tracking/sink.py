@@ -30,12 +30,13 @@ from typing import Any
 
 import yaml
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from ragtrack.archive import write_archive
 from ragtrack.case_traces import case_traces
 from ragtrack.config import RunConfig
-from ragtrack.errors import InputError
+from ragtrack.errors import InputError, RunNotEnded
 from ragtrack.hashing import canonical_json
 from ragtrack.jobkey import JOB_KEY_TAG
 from ragtrack.redact import redact, redact_text
@@ -43,6 +44,7 @@ from ragtrack.report import render_report, render_scorer_report
 from ragtrack.results import cases_frame
 from ragtrack.termination import Terminated, deferred
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
+from ragtrack.tracking.remote import summary
 from ragtrack.tracking.session import Placement, connect, place_run
 from ragtrack.tracking.store import log_inputs_idempotent
 from ragtrack.tracking.traces import log_case_traces
@@ -166,9 +168,10 @@ def log_batches(
 def end_run(client: MlflowClient, run_id: str, error: BaseException | None) -> None:
     """FINISHED, FAILED (with the error as a tag) or KILLED (Ctrl-C, SIGTERM, SIGHUP).
 
-    A signal arriving meanwhile waits until the run is ended (see `termination.deferred`).
+    A signal arriving meanwhile waits until the run is ended (see `termination.deferred`). A
+    store that stopped answering (after MLflow's retries, see `remote`) is `RunNotEnded`.
     """
-    with deferred():
+    with deferred(), _ending(run_id, error):
         if error is None:
             client.set_terminated(run_id, "FINISHED")
             return
@@ -180,6 +183,18 @@ def end_run(client: MlflowClient, run_id: str, error: BaseException | None) -> N
             client.set_tag(run_id, "ragtrack.error", redact_text(text)[:MAX_TAG_VALUE])
         finally:
             client.set_terminated(run_id, status)
+
+
+@contextmanager
+def _ending(run_id: str, error: BaseException | None) -> Iterator[None]:
+    """An MLflow error while ending run `run_id` as `RunNotEnded`: one line saying what became of the run."""
+    try:
+        yield
+    except MlflowException as e:
+        why = summary(e)
+        before = f" (it had failed with {summary(error)})" if error is not None and summary(error) != why else ""
+        raise RunNotEnded(f"run {run_id} could not be ended: {why}{before}; it stays RUNNING until the next ragtrack "
+                          "command on this store, from this host, ends it KILLED") from e
 
 
 class MlflowSink:
@@ -371,7 +386,7 @@ def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, er
     scheduler, not this process, stops them.
     """
     client = connect(uri)
-    with deferred():
+    with deferred(), _ending(run_id, error):
         client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
         if status != "FINISHED" and error is not None:
             exp_id = client.get_run(run_id).info.experiment_id

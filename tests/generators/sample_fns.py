@@ -47,3 +47,17 @@ def slow(case: EvalCase, prompt: str) -> str:
 
 
 not_callable = 3
+
+
+def gated(case: EvalCase, prompt: str) -> str:
+    """Like `echo`, once the file `$GATE_FILE` exists (waits at most 120 s); first touches `$SLOW_MARKER/<pid>`.
+
+    A test holds a run at this point (created, params logged, nothing else) to act on the store meanwhile.
+    """
+    if marker := os.environ.get("SLOW_MARKER"):
+        Path(marker, str(os.getpid())).touch()
+    gate = Path(os.environ["GATE_FILE"])
+    deadline = time.monotonic() + 120
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return echo(case, prompt)

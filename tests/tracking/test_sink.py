@@ -253,3 +253,19 @@ def test_killed_sweep_ends_its_children_on_this_host_and_leaves_other_hosts_jobs
                      for h in (client.get_run(parent).data.tags[HOST_TAG], "gpu-node-7"))
     end_sweep_parent(uri, parent, "KILLED", failed_jobs=0, error=Terminated(signal.SIGTERM))
     assert [client.get_run(r).info.status for r in (parent, local, remote)] == ["KILLED", "KILLED", "RUNNING"]
+
+
+def test_a_run_the_store_lost_is_one_line_saying_it_stays_running(monkeypatch):
+    from ragtrack.devserver import free_port
+    from ragtrack.errors import RunNotEnded
+    from ragtrack.tracking.sink import end_run
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    client = MlflowClient(f"http://127.0.0.1:{free_port()}")  # nothing answers there
+    with pytest.raises(RunNotEnded) as e:
+        end_run(client, "r1", ValueError("model server said no"))
+    assert str(e.value) == (
+        "run r1 could not be ended: the tracking server does not answer (Connection refused) (it had failed with "
+        "ValueError: model server said no); it stays RUNNING until the next ragtrack command on this store, "
+        "from this host, ends it KILLED"
+    )
