@@ -66,6 +66,7 @@ _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四":
 _CN_SMALL = {"十": 10, "百": 100, "千": 1000}
 _CN_BIG = {"万": 10_000, "亿": 100_000_000}
 _CN_NUM = "零〇一二两三四五六七八九十百千万亿"
+_NOT_ONE_AFTER = frozenset("哪这那每同某任单唯统逐第")
 
 _EN_UNITS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -333,6 +334,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
             return False
         if (cn == "一" or (words or "").strip(" -") == "one") and unit in (None, "item", "people"):
             return False
+        if cn == "一" and m.start() and s[m.start() - 1] in _NOT_ONE_AFTER:
+            return False  # 哪一年, 这一天, 同一周: "which/this/the same", not a count
         if unit is None and m.end() < len(s) and s[m.end()].isascii() and s[m.end()].isalpha():
             return False  # glued to letters: an identifier (3d, 5x)
         if spelled and words is not None and unit is None and value == 0:

@@ -62,9 +62,9 @@ class RagJudge(Protocol):
 
 class OfflineJudge:
     """SPEC §3 `offline`: a statement is supported when its normalised text is contained in the
-    sources, or when some source sentences match it (cosine ≥ `support_threshold`, or lexical
+    sources, or when some source sentence matches it (cosine ≥ `support_threshold`, or lexical
     coverage of its content tokens ≥ `lexical_threshold`) and every one of its facts occurs in
-    the supporting text: the matching sentences and their neighbours in the same source.
+    the sources (an answer may join facts of several sentences and chunks).
 
     Relevance = `relevance_cosine_weight` · max(0, cosine) + (1 − that weight) · the share
     of the question's content tokens that the text has.
@@ -113,12 +113,11 @@ class OfflineJudge:
     def support(self, statements: Sequence[str], sources: Sequence[str]) -> list[Verdict]:
         if not statements:
             return []
-        per_source = [split_statements(src) for src in sources]
-        sents = [s for ss in per_source for s in ss]  # in order: a sentence's neighbours are at j ± 1
+        sents = [s for src in sources for s in split_statements(src)]
         if not sents:
             return [Verdict(statement=s, supported=False, reason="no_match") for s in statements]
-        source_of = [k for k, ss in enumerate(per_source) for _ in ss]
-        whole = norm("".join(sources))
+        joined = "\n".join(sources)
+        whole, keys = norm(joined), provided_keys(joined)
         cos = self._vec(list(statements)) @ self._vec(sents).T
         out = []
         for i, st in enumerate(statements):
@@ -127,16 +126,13 @@ class OfflineJudge:
                 out.append(Verdict(statement=st, supported=True))
                 continue
             tokens = content_tokens(st)
-            matched = [
-                j for j, s in enumerate(sents)
-                if cos[i, j] >= self.support_threshold or coverage(tokens, content_tokens(s)) >= self.lexical_threshold
-            ]
-            if not matched:
+            if not any(
+                cos[i, j] >= self.support_threshold or coverage(tokens, content_tokens(s)) >= self.lexical_threshold
+                for j, s in enumerate(sents)
+            ):
                 out.append(Verdict(statement=st, supported=False, reason="no_match"))
                 continue
-            near = sorted({k for j in matched for k in (j - 1, j, j + 1) if 0 <= k < len(sents) and source_of[k] == source_of[j]})
-            text = "\n".join(sents[k] for k in near)
-            missing = missing_fact(facts(st), norm(text), provided_keys(text))
+            missing = missing_fact(facts(st), whole, keys)
             reason = "" if missing is None else f"fact_mismatch: {missing}"
             out.append(Verdict(statement=st, supported=missing is None, reason=reason))
         return out

@@ -35,6 +35,8 @@ from ragtrack.types import CaseScore, ComponentInfo, EvalCase, Prediction, Score
 
 __all__ = [
     "METRICS",
+    "EmbeddingScorer",
+    "SupportParams",
     "Metric",
     "RagInputs",
     "RagParams",
@@ -60,8 +62,8 @@ METRICS = (
 )
 
 
-class RagParams(ScorerParams):
-    """SPEC §3's tunable numbers, all logged (conf/scorers/rag.yaml documents each)."""
+class SupportParams(ScorerParams):
+    """The offline backend's settings, shared by `rag` and `earag` (conf/scorers/*.yaml document each)."""
 
     backend: Literal["offline"] = "offline"
     model: str = DEFAULT_MODEL
@@ -70,6 +72,11 @@ class RagParams(ScorerParams):
     support_threshold: float = Field(default=0.75, ge=-1, le=1)
     lexical_threshold: float = Field(default=0.4, ge=0, le=1)
     relevance_cosine_weight: float = Field(default=0.5, ge=0, le=1)
+
+
+class RagParams(SupportParams):
+    """SPEC §3's tunable numbers, all logged."""
+
     match_ratio: float = Field(default=90.0, ge=0, le=100)
     correctness_f1_weight: float = Field(default=0.75, ge=0, le=1)
 
@@ -222,18 +229,14 @@ def _verdicts_json(verdicts: Sequence[Verdict]) -> str:
     return json.dumps([{"statement": v.statement, "reason": v.reason} for v in verdicts], ensure_ascii=False)
 
 
-@register_scorer
-class RagScorer(Scorer):
-    """SPEC §3 over every case with a `reference` (items of a `rag` eval set)."""
+class EmbeddingScorer(Scorer):
+    """A scorer over `rag` cases that judges with the offline backend: its encoder and its judge."""
 
-    name = NAME
-    version = "1"
     section = "reference"
-    Params = RagParams
-
+    p: SupportParams
     _encoder: Encoder | None = None
 
-    def use_encoder(self, encoder: Encoder) -> "RagScorer":
+    def use_encoder(self, encoder: Encoder) -> "EmbeddingScorer":
         """Score with this encoder instead of the configured model (tests inject a fake one)."""
         self._encoder = encoder
         return self
@@ -260,6 +263,16 @@ class RagScorer(Scorer):
         if identity is None:
             return self.info
         return self.info.model_copy(update={"provenance": {"embedding_model": identity.name, "embedding_model_sha256": identity.sha256}})
+
+
+@register_scorer
+class RagScorer(EmbeddingScorer):
+    """SPEC §3 over every case with a `reference` (items of a `rag` eval set)."""
+
+    name = NAME
+    version = "1"
+    Params = RagParams
+    p: RagParams
 
     def score(self, batch: Batch) -> ScorerOutput:
         pairs = [(c, p) for c, p in zip(batch.cases, batch.predictions, strict=True) if c.reference is not None]
