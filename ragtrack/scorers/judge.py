@@ -62,9 +62,11 @@ class RagJudge(Protocol):
 
 class OfflineJudge:
     """SPEC §3 `offline`: a statement is supported when its normalised text is contained in the
-    sources, or when some source sentence matches it (cosine ≥ `support_threshold`, or lexical
-    coverage of its content tokens ≥ `lexical_threshold`) and every one of its facts occurs in
-    the sources (an answer may join facts of several sentences and chunks).
+    sources, or when it matches them and every one of its facts occurs in them (an answer may
+    join the facts of several sentences and chunks). It matches when some source sentence has
+    cosine ≥ `support_threshold` with it, or holds a share ≥ `lexical_threshold` of its content
+    tokens, or when the sources together hold a share ≥ `sources_lexical_threshold` of them
+    (an answer's sentence that joins several source sentences).
 
     Relevance = `relevance_cosine_weight` · max(0, cosine) + (1 − that weight) · the share
     of the question's content tokens that the text has.
@@ -76,11 +78,13 @@ class OfflineJudge:
         *,
         support_threshold: float,
         lexical_threshold: float,
+        sources_lexical_threshold: float,
         relevance_cosine_weight: float,
     ) -> None:
         self.encoder = encoder
         self.support_threshold = support_threshold
         self.lexical_threshold = lexical_threshold
+        self.sources_lexical_threshold = sources_lexical_threshold
         self.w = relevance_cosine_weight
         self._row: dict[str, int] = {}
         self._vecs = np.zeros((0, 0), dtype=np.float32)
@@ -117,7 +121,7 @@ class OfflineJudge:
         if not sents:
             return [Verdict(statement=s, supported=False, reason="no_match") for s in statements]
         joined = "\n".join(sources)
-        whole, keys = norm(joined), provided_keys(joined)
+        whole, keys, all_tokens = norm(joined), provided_keys(joined), content_tokens(joined)
         cos = self._vec(list(statements)) @ self._vec(sents).T
         out = []
         for i, st in enumerate(statements):
@@ -129,7 +133,7 @@ class OfflineJudge:
             if not any(
                 cos[i, j] >= self.support_threshold or coverage(tokens, content_tokens(s)) >= self.lexical_threshold
                 for j, s in enumerate(sents)
-            ):
+            ) and coverage(tokens, all_tokens) < self.sources_lexical_threshold:
                 out.append(Verdict(statement=st, supported=False, reason="no_match"))
                 continue
             missing = missing_fact(facts(st), whole, keys)

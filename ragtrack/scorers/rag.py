@@ -71,6 +71,7 @@ class SupportParams(ScorerParams):
     embedding_cache: bool = True
     support_threshold: float = Field(default=0.75, ge=-1, le=1)
     lexical_threshold: float = Field(default=0.4, ge=0, le=1)
+    sources_lexical_threshold: float = Field(default=0.6, ge=0, le=1)
     relevance_cosine_weight: float = Field(default=0.5, ge=0, le=1)
 
 
@@ -254,6 +255,7 @@ class EmbeddingScorer(Scorer):
             self.encoder(),
             support_threshold=self.p.support_threshold,
             lexical_threshold=self.p.lexical_threshold,
+            sources_lexical_threshold=self.p.sources_lexical_threshold,
             relevance_cosine_weight=self.p.relevance_cosine_weight,
         )
 
