@@ -30,8 +30,7 @@ _EN_STOP = frozenset(
     is are was were be been being am do does did done have has had having can could may might must shall should
     will would it its this that these those there here which who whom whose what when where why how i you he she
     we they me him her us them my your his our their as not no yes any some all each every such also only just
-    very more most much many other same own too up down out off again further once both either neither nor per
-    via within upon while during before after above below between through""".split()
+    very more most much many other same own too again further once both either neither nor per via upon while""".split()
 )
 _CJK_QUESTION_WORDS = re.compile("什么|哪些|哪个|哪里|多少|怎么|怎样|如何|为什么|为何|是否|吗|呢|吧")
 _CJK_FUNCTION = re.compile("[的了是在和与及或也都就被把将对于之其这那个着过]")
