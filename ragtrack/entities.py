@@ -10,9 +10,9 @@ An entity is one of:
 - an English **name**: a run of capitalised words (`Federal Housing Administration`,
   `Peace of Westphalia`, `EU Regulation 261`, `NASA`), small connectors (of, the, and, for,
   de, von, …) allowed inside and a number allowed at the end; a possessive `'s` dropped;
-  month and weekday names are dates, not names; at a sentence start a single capitalised
-  word (`Amoxicillin for …`, `Under …`) is not taken, and a leading function word
-  (`The`, `Under`, …) is dropped from a longer run;
+  month and weekday names are dates, not names; at a sentence start the first capitalised
+  word that is not all capitals is dropped (`Amoxicillin for …`, `The Peace of …`), and so are
+  function words and connectors left at the start of a run;
 - a Chinese **name**: a word that `jieba.posseg` tags as a person, place, organisation,
   other proper noun or abbreviation (`nr ns nt nz nrt nrfg j`: 郑和, 北京, 财政部, 中小企业);
 - a Chinese **term**: two or more consecutive common-noun words (`n vn`) taken together
@@ -86,15 +86,11 @@ _CALENDAR = frozenset(
 def _english_names(text: str) -> list[str]:
     out = []
     for m in _NAME.finditer(text):
-        words = m.group(1).split()
-        at_start = bool(_SENTENCE_START.search(text[: m.start()]))
-        if at_start and words[0].lower() in _FUNCTION_WORDS:
+        words = [re.sub(r"['’]s$", "", w) for w in m.group(1).split()]
+        if _SENTENCE_START.search(text[: m.start()]) and not words[0].isupper():
+            words = words[1:]  # a sentence's first word is capitalised anyway
+        while words and (words[0].lower() in _FUNCTION_WORDS or re.fullmatch(_CONNECTOR, words[0])):
             words = words[1:]
-            while words and words[0].lower() in _FUNCTION_WORDS | {_CONNECTOR}:
-                words = words[1:]
-        elif at_start and len(words) == 1 and not words[0].isupper():
-            continue  # a capitalised first word of a sentence
-        words = [re.sub(r"['’]s$", "", w) for w in words]
         while words and (words[-1].lower() in _FUNCTION_WORDS or re.fullmatch(_CONNECTOR, words[-1])):
             words.pop()
         if not words or all(w.lower() in _CALENDAR | _FUNCTION_WORDS or w.isdigit() for w in words) or words == ["I"]:

@@ -189,7 +189,7 @@ _WORD_NUM = rf"{_NUM_WORD}(?:[\s-]+(?:and[\s-]+)?{_NUM_WORD})*"  # twenty-five |
 _NOT_AFTER_LETTER = r"(?<![a-z0-9_.])"
 
 _ARTICLE_CN = re.compile(f"第([0-9]+|[{_CN_NUM}]+)(条|款|项|章|节|编)")
-_ARTICLE_EN = re.compile(r"\b(article|art\.|section|sec\.|§)\s*(\d+(?:\.\d+)*)", re.IGNORECASE)
+_ARTICLE_EN = re.compile(r"(?<![a-z])(article|art\.|section|sec\.|§)\s*(\d+(?:\.\d+)*)", re.IGNORECASE)
 _TITLE = re.compile(r"《([^《》]{1,60})》")
 _QUOTE = re.compile(r"\"([^\"\n]{1,30})\"|“([^”\n]{1,30})”|「([^」\n]{1,30})」|『([^』\n]{1,30})』")
 _DATE_ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
