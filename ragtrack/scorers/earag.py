@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from pydantic import Field, field_validator
 
 from ragtrack.entities import Entity, extract, occurs
-from ragtrack.scorers.base import Batch, mean_or_nan, register_scorer
+from ragtrack.scorers.base import register_scorer
 from ragtrack.scorers.judge import RagJudge
-from ragtrack.scorers.rag import EmbeddingScorer, RagInputs, SupportParams, faithfulness, rag_inputs
-from ragtrack.types import CaseScore, EvalCase, Prediction, ScorerOutput, ScoreValue
+from ragtrack.scorers.rag import EmbeddingScorer, RagInputs, SupportParams, aggregate_means, faithfulness
+from ragtrack.types import CaseScore, EvalCase, ScoreValue
 
 __all__ = ["DIMENSIONS", "EaragParams", "EaragScorer", "dimensions", "level_of"]
 
@@ -171,38 +171,24 @@ class EaragScorer(EmbeddingScorer):
     Params = EaragParams
     p: EaragParams
 
-    def score(self, batch: Batch) -> ScorerOutput:
-        pairs: list[tuple[EvalCase, Prediction]] = [
-            (c, p) for c, p in zip(batch.cases, batch.predictions, strict=True) if c.reference is not None
-        ]
-        judge = self.judge()
-        inputs = [rag_inputs(c, p) for c, p in pairs]
-        texts: set[str] = set()
-        for inp in inputs:
-            texts.add(inp.question)
-            if inp.answer.strip():
-                texts.add(inp.answer)
-                texts.update(judge.statements(inp.answer))
-            for c in inp.contexts:
-                texts.update(judge.statements(c))
-        judge.prepare(texts)
-        rows = []
-        for (case, _), inp in zip(pairs, inputs):
-            graph = case.reference.graph_entities if case.reference else None
-            values = dimensions(inp, graph, judge, self.p)
-            rows.append(CaseScore(case_id=case.id, values={f"{NAME}/{k}": v for k, v in values.items()}))
-        metrics = aggregate(rows)
-        return ScorerOutput(info=self.scored_info(), cases=rows, metrics=metrics, report_md=report(rows, metrics))
+    def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
+        """What earag embeds: the question, the answer, and the statements of the answer and of the contexts."""
+        texts = {inp.question, *(s for c in inp.contexts for s in judge.statements(c))}
+        if inp.answer.strip():
+            texts |= {inp.answer, *judge.statements(inp.answer)}
+        return texts
 
+    def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
+        graph = case.reference.graph_entities if case.reference else None
+        return {f"{NAME}/{k}": v for k, v in dimensions(inp, graph, judge, self.p).items()}
 
-def aggregate(rows: Sequence[CaseScore]) -> dict[str, float]:
-    out: dict[str, float] = {f"{NAME}/n_cases": float(len(rows))}
-    for k in ("overall", *DIMENSIONS, "unmatched_ratio"):
-        vals = [float(v) for r in rows if isinstance(v := r.values[f"{NAME}/{k}"], float) and not math.isnan(v)]
-        out[f"{NAME}/{k}"] = mean_or_nan(vals)
-        out[f"{NAME}/{k}_n"] = float(len(vals))
-    out[f"{NAME}/n_hallucination_high"] = float(sum("hallucination_high" in str(r.values[f"{NAME}/issues"]) for r in rows))
-    return out
+    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
+        out = aggregate_means(rows, NAME, ("overall", *DIMENSIONS, "unmatched_ratio"))
+        out[f"{NAME}/n_hallucination_high"] = float(sum("hallucination_high" in str(r.values[f"{NAME}/issues"]) for r in rows))
+        return out
+
+    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
+        return report(rows, metrics)
 
 
 def report(rows: Sequence[CaseScore], metrics: dict[str, float], limit: int = 20) -> str:

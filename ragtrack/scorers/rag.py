@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Literal
 
@@ -42,6 +43,7 @@ __all__ = [
     "RagParams",
     "RagScorer",
     "answer_correctness",
+    "aggregate_means",
     "answer_relevancy",
     "average_precision",
     "context_precision",
@@ -132,26 +134,24 @@ def _share(verdicts: Sequence[Verdict]) -> float:
     return sum(v.supported for v in verdicts) / len(verdicts)
 
 
-def faithfulness(inp: RagInputs, judge: RagJudge) -> Metric:
-    """Supported answer statements / answer statements, against the retrieved contexts."""
-    statements = judge.statements(inp.answer)
+def _supported_in_contexts(text: str, inp: RagInputs, judge: RagJudge, no_statements: str) -> Metric:
+    statements = judge.statements(text)
     if not statements:
-        return Metric.nan(_NO_ANSWER)
+        return Metric.nan(no_statements)
     if not inp.contexts:
         return Metric.nan(_NO_CONTEXTS)
     verdicts = judge.support(statements, inp.contexts)
     return Metric(value=_share(verdicts), verdicts=[v for v in verdicts if not v.supported])
+
+
+def faithfulness(inp: RagInputs, judge: RagJudge) -> Metric:
+    """Supported answer statements / answer statements, against the retrieved contexts."""
+    return _supported_in_contexts(inp.answer, inp, judge, _NO_ANSWER)
 
 
 def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
     """Supported ground-truth statements / ground-truth statements, against the retrieved contexts."""
-    statements = judge.statements(inp.ground_truth_answer or "")
-    if not statements:
-        return Metric.nan(_NO_GT_ANSWER)
-    if not inp.contexts:
-        return Metric.nan(_NO_CONTEXTS)
-    verdicts = judge.support(statements, inp.contexts)
-    return Metric(value=_share(verdicts), verdicts=[v for v in verdicts if not v.supported])
+    return _supported_in_contexts(inp.ground_truth_answer or "", inp, judge, _NO_GT_ANSWER)
 
 
 def context_relevance(inp: RagInputs, judge: RagJudge) -> Metric:
@@ -266,6 +266,31 @@ class EmbeddingScorer(Scorer):
             return self.info
         return self.info.model_copy(update={"provenance": {"embedding_model": identity.name, "embedding_model_sha256": identity.sha256}})
 
+    def score(self, batch: Batch) -> ScorerOutput:
+        """Every distinct text of the batch's `rag` cases is embedded in one call, then each case is scored."""
+        judge = self.judge()
+        cases = [(c, rag_inputs(c, p)) for c, p in zip(batch.cases, batch.predictions, strict=True) if c.reference is not None]
+        judge.prepare(set().union(*(self.texts_of(inp, judge) for _, inp in cases)))
+        rows = [CaseScore(case_id=c.id, values=self.case_values(c, inp, judge)) for c, inp in cases]
+        metrics = self.aggregate(rows)
+        return ScorerOutput(info=self.scored_info(), cases=rows, metrics=metrics, report_md=self.report(rows, metrics))
+
+    @abstractmethod
+    def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
+        """Every text the scorer will ask the judge about for this case."""
+
+    @abstractmethod
+    def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
+        """One case's columns, named `<scorer>/<column>`."""
+
+    @abstractmethod
+    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
+        """The batch's metrics."""
+
+    @abstractmethod
+    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
+        """The scorer's Markdown section."""
+
 
 @register_scorer
 class RagScorer(EmbeddingScorer):
@@ -276,17 +301,17 @@ class RagScorer(EmbeddingScorer):
     Params = RagParams
     p: RagParams
 
-    def score(self, batch: Batch) -> ScorerOutput:
-        pairs = [(c, p) for c, p in zip(batch.cases, batch.predictions, strict=True) if c.reference is not None]
-        judge = self.judge()
-        inputs = [rag_inputs(c, p) for c, p in pairs]
-        texts: set[str] = set()
-        for inp in inputs:
-            texts |= texts_of(inp, judge)
-        judge.prepare(texts)
-        rows = [CaseScore(case_id=c.id, values=self.case_values(self.metrics_of(inp, judge))) for (c, _), inp in zip(pairs, inputs)]
-        metrics = aggregate(rows)
-        return ScorerOutput(info=self.scored_info(), cases=rows, metrics=metrics, report_md=report(rows, metrics))
+    def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
+        return texts_of(inp, judge)
+
+    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
+        return aggregate_means(rows, NAME, METRICS)
+
+    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
+        return report(rows, metrics)
+
+    def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
+        return columns(self.metrics_of(inp, judge))
 
     def metrics_of(self, inp: RagInputs, judge: RagJudge) -> dict[str, Metric]:
         return {
@@ -298,22 +323,24 @@ class RagScorer(EmbeddingScorer):
             "answer_correctness": answer_correctness(inp, judge, self.p.correctness_f1_weight),
         }
 
-    @staticmethod
-    def case_values(m: dict[str, Metric]) -> dict[str, ScoreValue]:
-        values: dict[str, ScoreValue] = {f"{NAME}/{k}": v.value for k, v in m.items()}
-        values[f"{NAME}/not_computed"] = "; ".join(f"{k}: {v.reason}" for k, v in m.items() if math.isnan(v.value))
-        values[f"{NAME}/unsupported"] = _verdicts_json(m["faithfulness"].verdicts)
-        values[f"{NAME}/not_recalled"] = _verdicts_json(m["context_recall"].verdicts)
-        return values
 
 
-def aggregate(rows: Sequence[CaseScore]) -> dict[str, float]:
-    """`rag/<metric>`: the mean over the cases that have it; `rag/<metric>_n`: how many do."""
-    out: dict[str, float] = {f"{NAME}/n_cases": float(len(rows))}
-    for m in METRICS:
-        vals = [float(v) for r in rows if isinstance(v := r.values[f"{NAME}/{m}"], float) and not math.isnan(v)]
-        out[f"{NAME}/{m}"] = mean_or_nan(vals)
-        out[f"{NAME}/{m}_n"] = float(len(vals))
+def columns(m: dict[str, Metric]) -> dict[str, ScoreValue]:
+    """A case's `rag/…` columns: each metric, why any is not computed, and the unsupported statements."""
+    values: dict[str, ScoreValue] = {f"{NAME}/{k}": v.value for k, v in m.items()}
+    values[f"{NAME}/not_computed"] = "; ".join(f"{k}: {v.reason}" for k, v in m.items() if math.isnan(v.value))
+    values[f"{NAME}/unsupported"] = _verdicts_json(m["faithfulness"].verdicts)
+    values[f"{NAME}/not_recalled"] = _verdicts_json(m["context_recall"].verdicts)
+    return values
+
+
+def aggregate_means(rows: Sequence[CaseScore], name: str, columns: Sequence[str]) -> dict[str, float]:
+    """`<name>/<column>`: the mean over the cases that have it (not NaN); `<name>/<column>_n`: how many do."""
+    out: dict[str, float] = {f"{name}/n_cases": float(len(rows))}
+    for col in columns:
+        vals = [float(v) for r in rows if isinstance(v := r.values[f"{name}/{col}"], float) and not math.isnan(v)]
+        out[f"{name}/{col}"] = mean_or_nan(vals)
+        out[f"{name}/{col}_n"] = float(len(vals))
     return out
 
 
