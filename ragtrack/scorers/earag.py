@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pydantic import Field, field_validator
 
 from ragtrack.entities import Entity, extract, occurs
-from ragtrack.scorers.base import register_scorer
+from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
 from ragtrack.scorers.judge import RagJudge
 from ragtrack.scorers.rag import EmbeddingScorer, RagInputs, SupportParams, aggregate_means, faithfulness
 from ragtrack.types import CaseScore, EvalCase, ScoreValue
@@ -37,6 +37,8 @@ __all__ = ["DIMENSIONS", "EaragParams", "EaragScorer", "dimensions", "level_of"]
 
 NAME = "earag"
 DIMENSIONS = ("entity_coverage", "faithfulness", "relevancy", "sufficiency", "hallucination")
+_MEANS = ("overall", *DIMENSIONS, "unmatched_ratio")  # the per-case columns whose means are metrics
+_LOWER_IS_BETTER = ("hallucination", "unmatched_ratio")
 
 
 class EaragParams(SupportParams):
@@ -182,8 +184,16 @@ class EaragScorer(EmbeddingScorer):
         graph = case.reference.graph_entities if case.reference else None
         return {f"{NAME}/{k}": v for k, v in dimensions(inp, graph, judge, self.p).items()}
 
+    @classmethod
+    def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
+        """Every metric is a mean over the cases that have it; hallucination and unverified entities are better low."""
+        return [
+            mean_terms(f"{NAME}/{k}", columns[f"{NAME}/{k}"], higher_is_better=k not in _LOWER_IS_BETTER)
+            for k in _MEANS
+        ]
+
     def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
-        out = aggregate_means(rows, NAME, ("overall", *DIMENSIONS, "unmatched_ratio"))
+        out = aggregate_means(rows, NAME, _MEANS)
         out[f"{NAME}/n_hallucination_high"] = float(sum("hallucination_high" in str(r.values[f"{NAME}/issues"]) for r in rows))
         return out
 

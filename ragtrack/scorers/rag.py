@@ -29,7 +29,7 @@ from rapidfuzz import fuzz
 
 from ragtrack.cachedir import cache_root
 from ragtrack.embeddings import DEFAULT_MODEL
-from ragtrack.scorers.base import Batch, Scorer, ScorerParams, mean_or_nan, register_scorer
+from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
 from ragtrack.scorers.judge import Encoder, OfflineJudge, RagJudge, Verdict
 from ragtrack.text import norm
 from ragtrack.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
@@ -303,6 +303,11 @@ class RagScorer(EmbeddingScorer):
 
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
         return texts_of(inp, judge)
+
+    @classmethod
+    def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
+        """Every metric is a mean over the cases that have it (NaN cases count in neither sum)."""
+        return [mean_terms(f"{NAME}/{m}", columns[f"{NAME}/{m}"]) for m in METRICS]
 
     def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
         return aggregate_means(rows, NAME, METRICS)

@@ -197,3 +197,15 @@ def test_a_context_that_is_not_text_is_an_error_naming_line_and_field(tmp_path: 
     with pytest.raises(InputError) as e:
         match_prediction_file(preds, es.cases)
     assert str(e.value) == f"{preds}: line 1: {message}"
+
+
+@pytest.mark.parametrize("name", ["rag", "earag"])
+def test_case_terms_give_the_metrics_exactly(name: str) -> None:
+    cases = [case("gt", question="What does FHA require?", answer="FHA requires 20 dollars.", contexts=(FEE,), gt=FEE),
+             case("nogt", answer="Pets are welcome here.", contexts=(FEE,)), case("empty", contexts=(FEE,))]
+    out = build_scorer(name).use_encoder(FakeEncoder()).score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
+    columns = {k: [cs.values[k] for cs in out.cases] for k in out.cases[0].values}
+    terms = type(build_scorer(name)).case_terms(columns)
+    derived = {t.metric: math.fsum(t.num) / math.fsum(t.den) if any(t.den) else t.empty for t in terms}
+    assert len(derived) >= 6
+    assert all(v == out.metrics[k] or (math.isnan(v) and math.isnan(out.metrics[k])) for k, v in derived.items())
