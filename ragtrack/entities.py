@@ -10,9 +10,11 @@ An entity is one of:
 - an English **name**: a run of capitalised words (`Federal Housing Administration`,
   `Peace of Westphalia`, `EU Regulation 261`, `NASA`), small connectors (of, the, and, for,
   de, von, …) allowed inside and a number allowed at the end; a possessive `'s` dropped;
-  month and weekday names are dates, not names; at a sentence start the first capitalised
-  word that is not all capitals is dropped (`Amoxicillin for …`, `The Peace of …`), and so are
-  function words and connectors left at the start of a run;
+  month and weekday names are dates, not names; at a sentence start, a first word that is not
+  all capitals starts a name only when another capitalised word follows it directly
+  (`Neil Armstrong walked`), else it is dropped (`Amoxicillin for …`, `The Peace of …`, `Ask the
+  State Department`, `Pay 95 dollars`); function words and connectors left at either end of a
+  run are dropped;
 - a Chinese **name**: a word that `jieba.posseg` tags as a person, place, organisation,
   other proper noun or abbreviation (`nr ns nt nz nrt nrfg j`: 郑和, 北京, 财政部, 中小企业);
 - a Chinese **term**: two or more consecutive common-noun words (`n vn`) taken together
@@ -88,7 +90,11 @@ def _english_names(text: str) -> list[str]:
     for m in _NAME.finditer(text):
         words = [re.sub(r"['’]s$", "", w) for w in m.group(1).split()]
         if _SENTENCE_START.search(text[: m.start()]) and not words[0].isupper():
-            words = words[1:]  # a sentence's first word is capitalised anyway
+            # a sentence's first word is capitalised anyway: it starts a name only when another
+            # capitalised word follows it directly (Neil Armstrong, Lumen Compute)
+            named = [w for w in words if not w.isdigit()]
+            if len(named) < 2 or words[0].lower() in _FUNCTION_WORDS or re.fullmatch(_CONNECTOR, words[1]):
+                words = words[1:] if len(named) >= 2 else []
         while words and (words[0].lower() in _FUNCTION_WORDS or re.fullmatch(_CONNECTOR, words[0])):
             words = words[1:]
         while words and (words[-1].lower() in _FUNCTION_WORDS or re.fullmatch(_CONNECTOR, words[-1])):

@@ -21,7 +21,8 @@ __all__ = ["content_tokens", "coverage", "split_statements"]
 
 # SPEC §3: sentence ends 。！？!?；; and `.` followed by whitespace or the end, and newlines.
 _SPLIT = re.compile(r"[。！？!?；;\n]+|\.(?=\s|$)")
-_HAS_CONTENT = re.compile(r"[^\W_]")  # a letter, digit or ideograph: a piece of only punctuation is dropped
+_HAS_CONTENT = re.compile(r"[^\W_]")
+_CITATIONS = re.compile(r"citations\s*:\s*\[[^\]]*\]", re.IGNORECASE)  # as ragtrack.scorers.refusal_citation reads them  # a letter, digit or ideograph: a piece of only punctuation is dropped
 
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
@@ -39,10 +40,12 @@ _CJK_FUNCTION = re.compile("[的了是在和与及或也都就被把将对于之
 def split_statements(text: str | None) -> list[str]:
     """The text's statements: pieces between sentence ends and newlines, stripped, non-empty.
 
-    A piece with no letter, digit or ideograph (a lone `-` or `…`) is dropped too.
+    A piece with no letter, digit or ideograph (a lone `-` or `…`) is dropped too, and a
+    `citations: [...]` list (SPEC §2's pattern) is not a statement: it is removed first.
     """
     if not text:
         return []
+    text = _CITATIONS.sub(" ", text)
     return [p.strip() for p in _SPLIT.split(text) if p and _HAS_CONTENT.search(p)]
 
 

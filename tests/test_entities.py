@@ -24,6 +24,7 @@ def _texts(text: str) -> list[str]:
         ("When did Voyager 1 enter interstellar space?", ["Voyager 1"]),
         ("NASA's probe", ["NASA"]),
         ("Amoxicillin for strep throat. Ask the State Department.", ["State Department"]),
+        ("Neil Armstrong walked first. Lumen Compute instances run.", ["Neil Armstrong", "Lumen Compute"]),
         ("It ended on August 25, 2012.", ["2012-08-25"]),  # a month is a date, not a name
         ("Pay 95 dollars within 10 days, under Article 33.", ["article 33", "95usd", "10d"]),
     ],

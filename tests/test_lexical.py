@@ -34,3 +34,7 @@ def test_chinese_content_tokens_are_bigrams_cut_at_function_characters() -> None
 def test_coverage_is_the_share_of_the_first_sets_tokens() -> None:
     assert coverage(frozenset({"a", "b", "c", "d"}), frozenset({"a", "b", "x"})) == 0.5
     assert coverage(frozenset(), frozenset({"a"})) == 0.0
+
+
+def test_a_citations_list_is_not_a_statement() -> None:
+    assert split_statements("Refunds take 7 days.\ncitations: [policies/refund.md#2, faq#1]") == ["Refunds take 7 days"]
