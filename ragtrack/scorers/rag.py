@@ -24,11 +24,12 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rapidfuzz import fuzz
 
 from ragtrack.cachedir import cache_root
 from ragtrack.embeddings import DEFAULT_MODEL
+from ragtrack.errors import InputError
 from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
 from ragtrack.scorers.judge import Encoder, OfflineJudge, RagJudge, Verdict
 from ragtrack.text import norm
@@ -75,6 +76,18 @@ class SupportParams(ScorerParams):
     lexical_threshold: float = Field(default=0.4, ge=0, le=1)
     sources_lexical_threshold: float = Field(default=0.6, ge=0, le=1)
     relevance_cosine_weight: float = Field(default=0.5, ge=0, le=1)
+
+    @field_validator("model")
+    @classmethod
+    def _model_exists(cls, v: str) -> str:
+        """A model that cannot be found fails when the scorer is built, before any run starts."""
+        from ragtrack.embeddings import resolve_model
+
+        try:
+            resolve_model(v)
+        except InputError as e:
+            raise ValueError(f"{v}: {e.problem}") from None
+        return v
 
 
 class RagParams(SupportParams):

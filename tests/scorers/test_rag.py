@@ -209,3 +209,10 @@ def test_case_terms_give_the_metrics_exactly(name: str) -> None:
     derived = {t.metric: math.fsum(t.num) / math.fsum(t.den) if any(t.den) else t.empty for t in terms}
     assert len(derived) >= 6
     assert all(v == out.metrics[k] or (math.isnan(v) and math.isnan(out.metrics[k])) for k, v in derived.items())
+
+
+@pytest.mark.parametrize("name", ["rag", "earag"])
+def test_a_model_path_that_does_not_exist_fails_when_the_scorer_is_built(name: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError) as e:
+        build_scorer(name, {"model": str(tmp_path / "no-model")})
+    assert str(e.value) == f"scorers.{name}: model: Value error, {tmp_path / 'no-model'}: model path does not exist"
