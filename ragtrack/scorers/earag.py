@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from pydantic import Field, field_validator
 
-from ragtrack.entities import Entity, extract, occurs
+from ragtrack.entities import Entity, EntityExtractor, extract, occurs
 from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
 from ragtrack.scorers.judge import RagJudge
 from ragtrack.scorers.rag import EmbeddingScorer, RagInputs, SupportParams, aggregate_means, faithfulness
@@ -87,8 +87,10 @@ def _share(part: int, whole: int, empty: float) -> float:
     return part / whole if whole else empty
 
 
-def dimensions(inp: RagInputs, graph_entities: list[str] | None, judge: RagJudge, p: EaragParams) -> dict[str, ScoreValue]:
-    """Every column of one case (without the `earag/` prefix)."""
+def dimensions(
+    inp: RagInputs, graph_entities: list[str] | None, judge: RagJudge, p: EaragParams, extract: EntityExtractor = extract
+) -> dict[str, ScoreValue]:
+    """Every column of one case (without the `earag/` prefix); `judge` and `extract` are the backend's."""
     nan = math.nan
     q, a = extract(inp.question), extract(inp.answer)
     covered, missing = _found(q, inp.answer)
