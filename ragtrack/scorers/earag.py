@@ -96,7 +96,7 @@ def dimensions(
     covered, missing = _found(q, inp.answer)
     context = "\n".join(inp.contexts)
     known = "\n".join(graph_entities) if graph_entities else context
-    verified, unverified = _found(a, known)
+    _, unverified = _found(a, known)
     unmatched = _share(len(unverified), len(a), 0.0)
     coverage = _share(len(covered), len(q), 1.0)
     relevancy = max(0.0, judge.cosine(inp.question, inp.answer)) if inp.answer.strip() else 0.0
