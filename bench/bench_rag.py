@@ -5,8 +5,10 @@
 1. Throughput on `--cases` generated cases (half English, half Chinese; question, answer of
    2–3 statements, 3 retrieved chunks, ground truth): each scorer scores the batch with a
    fresh embedder (no memo, no disk cache), timed end to end; the raw ceiling is one
-   `model.encode` call on exactly the distinct texts that scorer embedded. Target: the
-   scorer takes at most 1.25× the raw encode time.
+   `model.encode` call on exactly the distinct texts that scorer embedded. The two are
+   interleaved `--repeat` times and the best of each kept, since the CPU is shared; the
+   time the scorer spends outside the encoder is printed too. Target: the scorer takes at
+   most 1.25× the raw encode time.
 2. Single-answer latency through the Python API: `--threads` threads, each scoring
    `--per-thread` answers one at a time with `earag` (which runs rag's faithfulness too),
    sharing one scorer; p50/p95/max. Target (seed 003): p95 < 5 s.
@@ -83,6 +85,7 @@ class Recorder:
     def __init__(self, inner: embeddings.Embedder) -> None:
         self.inner = inner
         self.texts: list[str] = []
+        self.seconds = 0.0  # spent inside the real encoder
 
     @property
     def identity(self) -> embeddings.ModelIdentity:
@@ -90,7 +93,11 @@ class Recorder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
-        return self.inner.encode(texts)
+        t0 = time.perf_counter()
+        try:
+            return self.inner.encode(texts)
+        finally:
+            self.seconds += time.perf_counter() - t0
 
 
 def raw_encode(texts: Sequence[str]) -> float:
@@ -100,16 +107,27 @@ def raw_encode(texts: Sequence[str]) -> float:
     return time.perf_counter() - t0
 
 
-def throughput(batch: Batch, name: str) -> None:
+def _scored(batch: Batch, name: str) -> tuple[float, Recorder]:
     rec = Recorder(embeddings.Embedder())  # fresh: no memo, no disk cache
     scorer = build_scorer(name).use_encoder(rec)
     t0 = time.perf_counter()
     scorer.score(batch)
-    scored = time.perf_counter() - t0
-    distinct = sorted(set(rec.texts))
-    raw = min(raw_encode(distinct) for _ in range(2))
-    print(f"{name:<6} {len(batch.cases):>6} cases  {len(distinct):>6} distinct texts  scorer {scored:7.2f} s  "
-          f"raw encode {raw:7.2f} s  ratio {scored / raw:5.2f}  ({len(batch.cases) / scored:6.1f} cases/s)")
+    return time.perf_counter() - t0, rec
+
+
+def throughput(batch: Batch, name: str, repeat: int) -> None:
+    """Scorer and raw encode interleaved `repeat` times (the CPU is shared); the best of each."""
+    scored, raw = [], []
+    for _ in range(repeat):
+        wall, rec = _scored(batch, name)
+        scored.append((wall, wall - rec.seconds))
+        distinct = sorted(set(rec.texts))
+        raw.append(raw_encode(distinct))
+    wall, overhead = min(scored)
+    best_raw = min(raw)
+    print(f"{name:<6} {len(batch.cases):>6} cases  {len(distinct):>6} distinct texts  scorer {wall:7.2f} s "
+          f"(outside the encoder {overhead:5.2f} s)  raw encode {best_raw:7.2f} s  ratio {wall / best_raw:5.2f}  "
+          f"(raw + outside {(best_raw + overhead) / best_raw:5.2f})  {len(batch.cases) / wall:6.1f} cases/s")
 
 
 def latency(threads: int, per_thread: int) -> None:
@@ -142,8 +160,9 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=10)
     ap.add_argument("--per-thread", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=2, help="interleaved scorer/raw rounds; the best of each is reported")
     args = ap.parse_args()
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} on {os.cpu_count()} CPUs")
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} on {os.cpu_count()} CPUs", flush=True)
     emb = embeddings.shared()
     emb.identity  # hash the weights once, outside the timings
     embeddings._load(emb.folder)
@@ -154,7 +173,7 @@ def main() -> None:
     rss_model = psutil.Process().memory_info().rss
     batch = make_batch(args.cases)
     for name in ("rag", "earag"):
-        throughput(batch, name)
+        throughput(batch, name, args.repeat)
     latency(args.threads, args.per_thread)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"RSS after loading the model and jieba {rss_model / 2**20:.0f} MB; peak {peak / 2**20:.0f} MB; "
