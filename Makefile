@@ -25,6 +25,8 @@ test: $(STAMP)  ## the test suite
 
 bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress runs real processes)
 	$(BIN)/python bench/bench_scorers.py
+	$(BIN)/python bench/bench_rag_quality.py
+	$(BIN)/python bench/bench_rag.py
 	$(BIN)/python bench/bench_run.py
 	$(BIN)/python bench/bench_predictions.py
 	$(BIN)/python bench/bench_compare.py

@@ -177,7 +177,7 @@ def execute_stage(stage: Stage) -> RunResult:
         n_cases=len(cases),
         generator=stage.generator.info,
         generator_provenance=generation.provenance,
-        scorers=[s.info for s in stage.scorers],
+        scorers=[out.info for out in outputs],  # with what each scorer learnt while scoring (provenance)
         gates=stage.gates,
         dropped_gates=stage.dropped_gates,
         config_sha256=cfg.sha256,

@@ -196,6 +196,7 @@ class ComponentInfo(_Frozen):
     version: str
     params: dict[str, ScoreValue | list[ScoreValue] | dict[str, float]]
     code_sha256: str | None = None  # sha256 of the component's module source; None in runs logged before it was recorded
+    provenance: dict[str, str] = Field(default_factory=dict)  # known only once it ran, e.g. the embedding model's weights sha256
 
 
 class CaseScore(_Frozen):

@@ -153,7 +153,7 @@ def check_applicable(scorers: Sequence[Scorer], eval_set: EvalSet) -> None:
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register_scorer decorators.
-    from ragtrack.scorers import eval_json_v2, refusal_citation, rubric_judge  # noqa: F401
+    from ragtrack.scorers import earag, eval_json_v2, rag, refusal_citation, rubric_judge  # noqa: F401
 
 
 SCORERS: Registry[Scorer] = Registry("scorers", _load_builtin)

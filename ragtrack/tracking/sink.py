@@ -122,11 +122,12 @@ def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
 
 
 def scorer_params(info: ComponentInfo) -> dict[str, str]:
-    """A scorer's params: `scorer/<name>/version`, `…/code_sha256` (when known) and `scorer/<name>/<parameter>`."""
+    """A scorer's params: `scorer/<name>/version`, `…/code_sha256` (when known), `scorer/<name>/<parameter>` and its provenance."""
     out = {f"scorer/{info.name}/version": info.version}
     if info.code_sha256 is not None:
         out[f"scorer/{info.name}/code_sha256"] = info.code_sha256
     out.update({f"scorer/{info.name}/{k}": _param_value(v) for k, v in info.params.items()})
+    out.update({f"scorer/{info.name}/{k}": v for k, v in info.provenance.items()})  # e.g. the embedding model's weights sha256
     return out
 
 

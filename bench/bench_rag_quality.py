@@ -1,0 +1,167 @@
+"""Pairwise accuracy of the `rag` and `earag` metrics on the hand-written dev set (bench/rag_pairs/).
+
+    python bench/bench_rag_quality.py [--split tune|holdout|all] [--show-misses] [--param rag.support_threshold=0.8 ...]
+
+For each metric, each pair has a better and a worse side that a careful reader tells
+apart (bench/rag_pairs/README.md says how the sides are built from each topic). A pair
+counts 1 when the metric prefers the better side (higher, or lower for
+`earag/hallucination`), ½ on a tie (or when either side is NaN), 0 otherwise. Prints
+each metric's accuracy overall and per language, for the chosen split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ragtrack.scorers import Batch, build_scorer  # noqa: E402
+from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
+
+PAIRS_DIR = Path(__file__).resolve().parent / "rag_pairs"
+LOWER_IS_BETTER = {"earag/hallucination"}
+
+
+class Side(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    answer: str
+    contexts: list[str]
+
+
+class Pair(BaseModel):
+    """One metric's better/worse pair over a topic."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    metric: str  # `<scorer>/<metric>`
+    lang: str
+    domain: str
+    split: str
+    question: str
+    ground_truth_answer: str | None = None
+    ground_truth_contexts: list[str] | None = None
+    better: Side
+    worse: Side
+
+
+def pairs_of(topic: dict[str, Any], lang: str) -> list[Pair]:
+    """The eight pairs a topic gives (see bench/rag_pairs/README.md)."""
+    t = topic
+    ctx = [t["c1"], t["c2"]]
+    common = {"lang": lang, "domain": t["domain"], "split": t["split"], "question": t["question"]}
+    spec: list[tuple[str, dict[str, Any], Side, Side]] = [
+        ("rag/faithfulness", {}, Side(answer=t.get("faith_better", t["good_answer"]), contexts=ctx),
+         Side(answer=t["faith_worse"], contexts=ctx)),
+        ("rag/context_relevance", {}, Side(answer=t["good_answer"], contexts=ctx),
+         Side(answer=t["good_answer"], contexts=[t["c1"], t["d1"]])),
+        ("rag/context_recall", {"ground_truth_answer": t["gt_answer"]}, Side(answer=t["good_answer"], contexts=ctx),
+         Side(answer=t["good_answer"], contexts=[t["c1"], t["d2"]])),
+        ("rag/context_precision", {"ground_truth_contexts": ctx}, Side(answer=t["good_answer"], contexts=[t["c1"], t["c2"], t["d2"]]),
+         Side(answer=t["good_answer"], contexts=[t["d2"], t["c1"], t["c2"]])),
+        ("rag/answer_relevancy", {}, Side(answer=t["good_answer"], contexts=ctx), Side(answer=t["off_answer"], contexts=ctx)),
+        ("rag/answer_correctness", {"ground_truth_answer": t["gt_answer"]}, Side(answer=t["correct_better"], contexts=ctx),
+         Side(answer=t["correct_worse"], contexts=ctx)),
+        ("earag/entity_coverage", {}, Side(answer=t["good_answer"], contexts=ctx), Side(answer=t["cov_worse"], contexts=ctx)),
+        ("earag/hallucination", {}, Side(answer=t["hall_better"], contexts=ctx), Side(answer=t["hall_worse"], contexts=ctx)),
+    ]
+    return [Pair(id=f"{t['id']}:{metric}", metric=metric, better=b, worse=w, **common, **extra) for metric, extra, b, w in spec]
+
+
+def load_pairs(split: str = "all", langs: Iterable[str] = ("en", "zh")) -> list[Pair]:
+    pairs: list[Pair] = []
+    for lang in langs:
+        for topic in json.loads((PAIRS_DIR / f"{lang}.json").read_text(encoding="utf-8")):
+            if split in ("all", topic["split"]):
+                pairs.extend(pairs_of(topic, lang))
+    return pairs
+
+
+def _batch(pairs: Sequence[Pair]) -> Batch:
+    cases, preds = [], []
+    for p in pairs:
+        ref = RagReference(ground_truth_answer=p.ground_truth_answer, ground_truth_contexts=p.ground_truth_contexts)
+        for side_name, side in (("better", p.better), ("worse", p.worse)):
+            cid = f"{p.id}/{side_name}"
+            cases.append(EvalCase(id=cid, question=p.question, reference=ref))
+            preds.append(Prediction(case_id=cid, answer=side.answer, contexts=[ContextChunk(text=c) for c in side.contexts]))
+    return Batch(cases=cases, predictions=preds)
+
+
+def side_scores(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Every per-case column of both scorers, by case id (`<pair id>/better|worse`)."""
+    params = params or {}
+    batch = _batch(pairs)
+    cols: dict[str, dict[str, Any]] = defaultdict(dict)
+    for name in sorted({p.metric.split("/")[0] for p in pairs}):
+        for cs in build_scorer(name, params.get(name)).score(batch).cases:
+            cols[cs.case_id].update(cs.values)
+    return cols
+
+
+def pair_credit(metric: str, better: float, worse: float) -> float:
+    """1 when the better side wins, ½ on a tie or a NaN, 0 otherwise."""
+    if math.isnan(better) or math.isnan(worse) or better == worse:
+        return 0.5
+    wins = better < worse if metric in LOWER_IS_BETTER else better > worse
+    return 1.0 if wins else 0.0
+
+
+def accuracy(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """Per metric: accuracy overall and per language; and a line for every pair not won."""
+    cols = side_scores(pairs, params)
+    credit: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    misses = []
+    for p in pairs:
+        b, w = (float(cols[f"{p.id}/{s}"][p.metric]) for s in ("better", "worse"))
+        c = pair_credit(p.metric, b, w)
+        credit[p.metric]["all"].append(c)
+        credit[p.metric][p.lang].append(c)
+        if c < 1:
+            misses.append(f"{p.id} [{p.split}] better={b:.4f} worse={w:.4f}")
+    return {m: {k: sum(v) / len(v) for k, v in by.items()} for m, by in credit.items()}, misses
+
+
+def _params(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = defaultdict(dict)
+    for item in items:
+        key, value = item.split("=", 1)
+        scorer, name = key.split(".", 1)
+        out[scorer][name] = json.loads(value)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--split", default="all", choices=["tune", "holdout", "all"])
+    ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument("--param", action="append", default=[], help="scorer.param=JSON value, e.g. rag.support_threshold=0.8")
+    args = ap.parse_args()
+    pairs = load_pairs(args.split)
+    acc, misses = accuracy(pairs, _params(args.param))
+    n = defaultdict(int)
+    for p in pairs:
+        n[p.metric] += 1
+    print(f"split={args.split}  pairs={len(pairs)}")
+    print(f"{'metric':<26} {'pairs':>5} {'all':>6} {'en':>6} {'zh':>6}")
+    for metric in sorted(acc):
+        a = acc[metric]
+        print(f"{metric:<26} {n[metric]:>5} {a['all']:>6.3f} {a.get('en', math.nan):>6.3f} {a.get('zh', math.nan):>6.3f}")
+    if args.show_misses:
+        print("\npairs not won:")
+        for line in misses:
+            print("  " + line)
+
+
+if __name__ == "__main__":
+    main()

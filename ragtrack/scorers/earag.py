@@ -1,0 +1,217 @@
+"""Scorer `earag`: seed 003's entity-aware evaluation of policy and regulation answers (SPEC §4).
+
+Per case, with Q, A the entities of question and answer (`ragtrack.entities`, offline
+extractor) and the known entities (the case's `graph_entities` when given, else the
+retrieved contexts):
+
+    entity_coverage = |Q found in the answer| / |Q|          (1 when Q is empty)
+    unmatched_ratio = |A not found among the known| / |A|     (0 when A is empty)
+    faithfulness    = max(0, s − unmatched_penalty · unmatched_ratio), s = rag faithfulness (offline)
+    relevancy       = max(0, cos(question, answer))
+    sufficiency     = |Q found in the contexts| / |Q|         (1 when Q is empty)
+    hallucination   = min(1, (1 − faithfulness) + hallucination_entity_weight · unmatched_ratio)
+    overall         = clamp(Σ weights · dimensions, 0, 1), level 优秀 / 良好 / 一般 / 较差
+
+"found" is `entities.occurs`. Diagnoses are the seed's (missing entities, unverified
+entities, low relevance, insufficient context, hallucination risk) plus low faithfulness
+(the seed's `thresholds.faithfulness`), each with a code in `earag/issues`. A case without
+retrieved contexts has no faithfulness, sufficiency, hallucination or overall (NaN, with
+the reason); an empty answer has no faithfulness either.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+from pydantic import Field, field_validator
+
+from ragtrack.entities import Entity, EntityExtractor, extract, occurs
+from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
+from ragtrack.scorers.judge import RagJudge
+from ragtrack.scorers.rag import EmbeddingScorer, RagInputs, SupportParams, aggregate_means, faithfulness
+from ragtrack.types import CaseScore, EvalCase, ScoreValue
+
+__all__ = ["DIMENSIONS", "EaragParams", "EaragScorer", "dimensions", "level_of"]
+
+NAME = "earag"
+DIMENSIONS = ("entity_coverage", "faithfulness", "relevancy", "sufficiency", "hallucination")
+_MEANS = ("overall", *DIMENSIONS, "unmatched_ratio")  # the per-case columns whose means are metrics
+_LOWER_IS_BETTER = ("hallucination", "unmatched_ratio")
+
+
+class EaragParams(SupportParams):
+    """The seed's `earag_eval.yaml` (weights, thresholds) plus the formula's constants; all logged."""
+
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "entity_coverage": 0.30, "faithfulness": 0.25, "relevancy": 0.15, "sufficiency": 0.15, "hallucination": -0.15,
+        }
+    )
+    thresholds: dict[str, float] = Field(
+        default_factory=lambda: {
+            "entity_coverage": 0.8, "faithfulness": 0.7, "relevancy": 0.7, "sufficiency": 0.8, "hallucination": 0.2,
+        }
+    )
+    levels: dict[str, float] = Field(default_factory=lambda: {"优秀": 0.8, "良好": 0.7, "一般": 0.6})
+    lowest_level: str = "较差"
+    unmatched_penalty: float = 0.1
+    hallucination_entity_weight: float = 0.5
+    unverified_ratio: float = 0.2  # diagnose unverified entities above this unmatched_ratio
+    high_risk_hallucination: float = 0.5
+    regenerate_below: float = 0.7  # overall below this: "建议重新生成答案"
+
+    @field_validator("weights", "thresholds")
+    @classmethod
+    def _every_dimension(cls, v: dict[str, float]) -> dict[str, float]:
+        if sorted(v) != sorted(DIMENSIONS):
+            raise ValueError(f"needs exactly the dimensions {list(DIMENSIONS)}, got {sorted(v)}")
+        return v
+
+
+def level_of(overall: float, levels: dict[str, float], lowest: str) -> str:
+    """The first level (highest threshold first) whose threshold `overall` reaches."""
+    for name, threshold in sorted(levels.items(), key=lambda kv: -kv[1]):
+        if overall >= threshold:
+            return name
+    return lowest
+
+
+def _found(entities: Sequence[Entity], text: str) -> tuple[list[Entity], list[Entity]]:
+    hit = [e for e in entities if occurs(e, text)]
+    return hit, [e for e in entities if e not in hit]
+
+
+def _share(part: int, whole: int, empty: float) -> float:
+    return part / whole if whole else empty
+
+
+def dimensions(
+    inp: RagInputs, graph_entities: list[str] | None, judge: RagJudge, p: EaragParams, extract: EntityExtractor = extract
+) -> dict[str, ScoreValue]:
+    """Every column of one case (without the `earag/` prefix); `judge` and `extract` are the backend's."""
+    nan = math.nan
+    q, a = extract(inp.question), extract(inp.answer)
+    covered, missing = _found(q, inp.answer)
+    context = "\n".join(inp.contexts)
+    known = "\n".join(graph_entities) if graph_entities else context
+    _, unverified = _found(a, known)
+    unmatched = _share(len(unverified), len(a), 0.0)
+    coverage = _share(len(covered), len(q), 1.0)
+    relevancy = max(0.0, judge.cosine(inp.question, inp.answer)) if inp.answer.strip() else 0.0
+    reasons = []
+    if inp.contexts:
+        in_context, uncovered = _found(q, context)
+        sufficiency = _share(len(in_context), len(q), 1.0)
+    else:
+        uncovered, sufficiency = [], nan
+        reasons.append("sufficiency, faithfulness, hallucination, overall: no retrieved contexts")
+    s = faithfulness(inp, judge)
+    if math.isnan(s.value) and inp.contexts:
+        reasons.append(f"faithfulness, hallucination, overall: {s.reason}")
+    faith = max(0.0, s.value - p.unmatched_penalty * unmatched) if not math.isnan(s.value) else nan
+    halluc = min(1.0, (1 - faith) + p.hallucination_entity_weight * unmatched) if not math.isnan(faith) else nan
+    dims = {"entity_coverage": coverage, "faithfulness": faith, "relevancy": relevancy, "sufficiency": sufficiency, "hallucination": halluc}
+    total = math.fsum(p.weights[k] * v for k, v in dims.items())
+    overall = total if math.isnan(total) else min(1.0, max(0.0, total))
+    issues, diagnosis = _diagnose(dims, overall, unmatched, missing, unverified, uncovered, p)
+    names = lambda es: json.dumps([e.text for e in es], ensure_ascii=False)  # noqa: E731
+    return {
+        "overall": overall,
+        "level": None if math.isnan(overall) else level_of(overall, p.levels, p.lowest_level),
+        **dims,
+        "unmatched_ratio": unmatched,
+        "rag_faithfulness": s.value,
+        "issues": ",".join(issues),
+        "diagnosis": "；".join(diagnosis),
+        "question_entities": names(q),
+        "answer_entities": names(a),
+        "missing_entities": names(missing),
+        "unverified_entities": names(unverified),
+        "not_computed": "; ".join(reasons),
+    }
+
+
+def _diagnose(
+    d: dict[str, float], overall: float, unmatched: float, missing: list[Entity], unverified: list[Entity],
+    uncovered: list[Entity], p: EaragParams,
+) -> tuple[list[str], list[str]]:
+    """The seed's diagnoses: (codes, messages). A NaN dimension diagnoses nothing."""
+    t = p.thresholds
+    codes, msgs = [], []
+    if d["entity_coverage"] < t["entity_coverage"]:
+        codes.append("entity_coverage_low")
+        msgs.append(f"实体覆盖不足，遗漏: {[e.text for e in missing]}")
+    if unmatched > p.unverified_ratio:
+        codes.append("unverified_entities")
+        msgs.append(f"包含未验证实体: {[e.text for e in unverified]}")
+    if d["faithfulness"] < t["faithfulness"]:
+        codes.append("faithfulness_low")
+        msgs.append("事实忠实度不足")
+    if d["relevancy"] < t["relevancy"]:
+        codes.append("relevancy_low")
+        msgs.append("答案与问题相关性较低")
+    if d["sufficiency"] < t["sufficiency"]:
+        codes.append("context_insufficient")
+        msgs += ["上下文覆盖不足", f"建议检索更多关于{[e.text for e in uncovered]}的信息"]
+    if d["hallucination"] > t["hallucination"]:
+        codes.append("hallucination_high")
+        msgs.append("检测到潜在幻觉")
+        if d["hallucination"] > p.high_risk_hallucination:
+            msgs.append("高风险，建议重新生成答案")
+    if not math.isnan(overall):
+        level = level_of(overall, p.levels, p.lowest_level)
+        msgs.append(f"答案质量: {level} (评分: {overall:.2f})" + (" - 建议重新生成答案" if overall < p.regenerate_below else ""))
+    return codes, msgs
+
+
+@register_scorer
+class EaragScorer(EmbeddingScorer):
+    """SPEC §4 over every case with a `reference` (items of a `rag` eval set)."""
+
+    name = NAME
+    version = "1"
+    Params = EaragParams
+    p: EaragParams
+
+    def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
+        """What earag embeds: the question, the answer, and the statements of the answer and of the contexts."""
+        texts = {inp.question, *(s for c in inp.contexts for s in judge.statements(c))}
+        if inp.answer.strip():
+            texts |= {inp.answer, *judge.statements(inp.answer)}
+        return texts
+
+    def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
+        graph = case.reference.graph_entities if case.reference else None
+        return {f"{NAME}/{k}": v for k, v in dimensions(inp, graph, judge, self.p).items()}
+
+    @classmethod
+    def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
+        """Every metric is a mean over the cases that have it; hallucination and unverified entities are better low."""
+        return [
+            mean_terms(f"{NAME}/{k}", columns[f"{NAME}/{k}"], higher_is_better=k not in _LOWER_IS_BETTER)
+            for k in _MEANS
+        ]
+
+    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
+        out = aggregate_means(rows, NAME, _MEANS)
+        out[f"{NAME}/n_hallucination_high"] = float(sum("hallucination_high" in str(r.values[f"{NAME}/issues"]) for r in rows))
+        return out
+
+    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
+        return report(rows, metrics)
+
+
+def report(rows: Sequence[CaseScore], metrics: dict[str, float], limit: int = 20) -> str:
+    lines = [f"## {NAME}", "", "| dimension | mean | cases |", "|---|---|---|"]
+    for k in ("overall", *DIMENSIONS):
+        mean = metrics[f"{NAME}/{k}"]
+        lines.append(f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{k}_n'])} |")
+    flagged = [r for r in rows if r.values[f"{NAME}/issues"]]
+    if flagged:
+        lines += ["", f"### Diagnoses ({len(flagged)} cases, first {min(limit, len(flagged))})", "", "| case | level | diagnosis |", "|---|---|---|"]
+        for r in flagged[:limit]:
+            diag = str(r.values[f"{NAME}/diagnosis"]).replace("|", "\\|")
+            lines.append(f"| {r.case_id} | {r.values[f'{NAME}/level'] or 'n/a'} | {diag} |")
+    return "\n".join(lines) + "\n"

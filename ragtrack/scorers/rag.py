@@ -1,0 +1,377 @@
+"""Scorer family `rag`: seed 002's six RAG metrics over `rag` cases (SPEC §3).
+
+| metric             | relation                                     | needs ground truth |
+|--------------------|----------------------------------------------|--------------------|
+| faithfulness       | answer ↔ retrieved contexts                  | no                 |
+| context_relevance  | retrieved contexts ↔ question                | no                 |
+| context_recall     | ground-truth answer ↔ retrieved contexts     | yes                |
+| context_precision  | ground-truth contexts ↔ retrieved (by rank)  | yes                |
+| answer_relevancy   | answer ↔ question                            | no                 |
+| answer_correctness | answer ↔ ground-truth answer                 | yes                |
+
+The decisions (statements, support, relevance) come from a backend (`judge.RagJudge`;
+`offline` is `judge.OfflineJudge`); every formula is here. A metric whose inputs are
+missing is NaN with its reason in `rag/not_computed`, left out of the mean and not
+counted in `rag/<metric>_n`. Batch design: every distinct text of the batch is handed to
+the backend once (`prepare`), so the embedding model encodes them in one pass.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from rapidfuzz import fuzz
+
+from ragtrack.cachedir import cache_root
+from ragtrack.embeddings import DEFAULT_MODEL
+from ragtrack.errors import InputError
+from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
+from ragtrack.scorers.judge import Encoder, OfflineJudge, RagJudge, Verdict
+from ragtrack.text import norm
+from ragtrack.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
+
+__all__ = [
+    "METRICS",
+    "EmbeddingScorer",
+    "SupportParams",
+    "Metric",
+    "RagInputs",
+    "RagParams",
+    "RagScorer",
+    "answer_correctness",
+    "aggregate_means",
+    "answer_relevancy",
+    "average_precision",
+    "context_precision",
+    "context_recall",
+    "context_relevance",
+    "faithfulness",
+    "rag_inputs",
+]
+
+NAME = "rag"
+METRICS = (
+    "faithfulness",
+    "context_relevance",
+    "context_recall",
+    "context_precision",
+    "answer_relevancy",
+    "answer_correctness",
+)
+
+
+class SupportParams(ScorerParams):
+    """The offline backend's settings, shared by `rag` and `earag` (conf/scorers/*.yaml document each)."""
+
+    backend: Literal["offline"] = "offline"
+    model: str = DEFAULT_MODEL
+    batch_size: int = Field(default=64, ge=1)
+    embedding_cache: bool = True
+    support_threshold: float = Field(default=0.75, ge=-1, le=1)
+    lexical_threshold: float = Field(default=0.4, ge=0, le=1)
+    sources_lexical_threshold: float = Field(default=0.6, ge=0, le=1)
+    relevance_cosine_weight: float = Field(default=0.5, ge=0, le=1)
+
+    @field_validator("model")
+    @classmethod
+    def _model_exists(cls, v: str) -> str:
+        """A model that cannot be found fails when the scorer is built, before any run starts."""
+        from ragtrack.embeddings import resolve_model
+
+        try:
+            resolve_model(v)
+        except InputError as e:
+            raise ValueError(f"{v}: {e.problem}") from None
+        return v
+
+
+class RagParams(SupportParams):
+    """SPEC §3's tunable numbers, all logged."""
+
+    match_ratio: float = Field(default=90.0, ge=0, le=100)
+    correctness_f1_weight: float = Field(default=0.75, ge=0, le=1)
+
+
+class RagInputs(BaseModel):
+    """The fields of one case the metrics read (contexts as texts, empty texts dropped)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    answer: str
+    contexts: list[str]
+    ground_truth_answer: str | None
+    ground_truth_contexts: list[str] | None
+
+
+class Metric(BaseModel):
+    """A metric's value for one case, or NaN with the reason it was not computed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    reason: str = ""
+    verdicts: list[Verdict] = Field(default_factory=list)  # the unsupported statements' evidence
+
+    @classmethod
+    def nan(cls, reason: str) -> "Metric":
+        return cls(value=math.nan, reason=reason)
+
+
+def rag_inputs(case: EvalCase, pred: Prediction) -> RagInputs:
+    ref = case.reference
+    gt_answer = (ref.ground_truth_answer or "").strip() if ref else ""
+    gt_contexts = [c for c in (ref.ground_truth_contexts or []) if c.strip()] if ref else []
+    return RagInputs(
+        question=case.question,
+        answer=pred.answer,
+        contexts=[c.text for c in pred.contexts if c.text.strip()],
+        ground_truth_answer=gt_answer or None,
+        ground_truth_contexts=gt_contexts or None,
+    )
+
+
+# ------------------------------------------------------------------ the six formulas
+
+_NO_ANSWER = "empty answer"
+_NO_CONTEXTS = "no retrieved contexts"
+_NO_GT_ANSWER = "no ground_truth_answer"
+
+
+def _share(verdicts: Sequence[Verdict]) -> float:
+    return sum(v.supported for v in verdicts) / len(verdicts)
+
+
+def _supported_in_contexts(text: str, inp: RagInputs, judge: RagJudge, no_statements: str) -> Metric:
+    statements = judge.statements(text)
+    if not statements:
+        return Metric.nan(no_statements)
+    if not inp.contexts:
+        return Metric.nan(_NO_CONTEXTS)
+    verdicts = judge.support(statements, inp.contexts)
+    return Metric(value=_share(verdicts), verdicts=[v for v in verdicts if not v.supported])
+
+
+def faithfulness(inp: RagInputs, judge: RagJudge) -> Metric:
+    """Supported answer statements / answer statements, against the retrieved contexts."""
+    return _supported_in_contexts(inp.answer, inp, judge, _NO_ANSWER)
+
+
+def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
+    """Supported ground-truth statements / ground-truth statements, against the retrieved contexts."""
+    return _supported_in_contexts(inp.ground_truth_answer or "", inp, judge, _NO_GT_ANSWER)
+
+
+def context_relevance(inp: RagInputs, judge: RagJudge) -> Metric:
+    """The mean relevance (0..1) of the retrieved chunks to the question: each chunk counts by how relevant it is."""
+    if not inp.contexts:
+        return Metric.nan(_NO_CONTEXTS)
+    return Metric(value=sum(judge.relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
+
+
+def average_precision(relevant: Sequence[bool]) -> float:
+    """Mean of precision@k over the relevant positions k (1-based); 0 when none is relevant."""
+    hits, total = 0, 0.0
+    for k, rel in enumerate(relevant, 1):
+        if rel:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0
+
+
+def context_precision(inp: RagInputs, match_ratio: float) -> Metric:
+    """Average precision of the ranking, chunk k relevant when its rapidfuzz ratio to a ground-truth context ≥ `match_ratio`."""
+    if not inp.ground_truth_contexts:
+        return Metric.nan("no ground_truth_contexts")
+    if not inp.contexts:
+        return Metric.nan(_NO_CONTEXTS)
+    gts = [norm(g) for g in inp.ground_truth_contexts]
+    relevant = [any(fuzz.ratio(norm(c), g) >= match_ratio for g in gts) for c in inp.contexts]
+    return Metric(value=average_precision(relevant))
+
+
+def answer_relevancy(inp: RagInputs, judge: RagJudge) -> Metric:
+    """The backend's relevance of the whole answer to the question; an empty answer is 0."""
+    if not inp.answer.strip():
+        return Metric(value=0.0, reason=_NO_ANSWER)
+    return Metric(value=judge.relevance(inp.question, inp.answer))
+
+
+def answer_correctness(inp: RagInputs, judge: RagJudge, f1_weight: float) -> Metric:
+    """`f1_weight` · statement-F1 + (1 − f1_weight) · max(0, cos(answer, ground truth)); an empty answer is 0.
+
+    Precision: answer statements supported by the ground truth; recall: ground-truth
+    statements supported by the answer.
+    """
+    gt = inp.ground_truth_answer
+    gt_statements = judge.statements(gt or "")
+    if not gt or not gt_statements:
+        return Metric.nan(_NO_GT_ANSWER)
+    statements = judge.statements(inp.answer)
+    if not statements:
+        return Metric(value=0.0, reason=_NO_ANSWER)
+    precision = _share(judge.support(statements, [gt]))
+    recall = _share(judge.support(gt_statements, [inp.answer]))
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return Metric(value=f1_weight * f1 + (1 - f1_weight) * max(0.0, judge.cosine(inp.answer, gt)))
+
+
+def texts_of(inp: RagInputs, judge: RagJudge) -> set[str]:
+    """Every text the six metrics ask the backend about for this case."""
+    texts = {inp.question, *inp.contexts}
+    sources = [*inp.contexts]
+    if inp.answer.strip():
+        texts.add(inp.answer)
+        texts.update(judge.statements(inp.answer))
+    if inp.ground_truth_answer:
+        texts.add(inp.ground_truth_answer)
+        texts.update(judge.statements(inp.ground_truth_answer))
+    for src in sources:
+        texts.update(judge.statements(src))
+    return texts
+
+
+# ------------------------------------------------------------------ the scorer
+
+
+def _verdicts_json(verdicts: Sequence[Verdict]) -> str:
+    return json.dumps([{"statement": v.statement, "reason": v.reason} for v in verdicts], ensure_ascii=False)
+
+
+class EmbeddingScorer(Scorer):
+    """A scorer over `rag` cases that judges with the offline backend: its encoder and its judge."""
+
+    section = "reference"
+    p: SupportParams
+    _encoder: Encoder | None = None
+
+    def use_encoder(self, encoder: Encoder) -> "EmbeddingScorer":
+        """Score with this encoder instead of the configured model (tests inject a fake one)."""
+        self._encoder = encoder
+        return self
+
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            from ragtrack import embeddings
+
+            cache = str(cache_root("embeddings")) if self.p.embedding_cache else None
+            self._encoder = embeddings.shared(self.p.model, batch_size=self.p.batch_size, cache_dir=cache)
+        return self._encoder
+
+    def judge(self) -> RagJudge:
+        return OfflineJudge(
+            self.encoder(),
+            support_threshold=self.p.support_threshold,
+            lexical_threshold=self.p.lexical_threshold,
+            sources_lexical_threshold=self.p.sources_lexical_threshold,
+            relevance_cosine_weight=self.p.relevance_cosine_weight,
+        )
+
+    def scored_info(self) -> ComponentInfo:
+        """`info` plus the embedding model's identity (name and weights sha256) once it is known."""
+        identity = getattr(self.encoder(), "identity", None)
+        if identity is None:
+            return self.info
+        return self.info.model_copy(update={"provenance": {"embedding_model": identity.name, "embedding_model_sha256": identity.sha256}})
+
+    def score(self, batch: Batch) -> ScorerOutput:
+        """Every distinct text of the batch's `rag` cases is embedded in one call, then each case is scored."""
+        judge = self.judge()
+        cases = [(c, rag_inputs(c, p)) for c, p in zip(batch.cases, batch.predictions, strict=True) if c.reference is not None]
+        judge.prepare(set().union(*(self.texts_of(inp, judge) for _, inp in cases)))
+        rows = [CaseScore(case_id=c.id, values=self.case_values(c, inp, judge)) for c, inp in cases]
+        metrics = self.aggregate(rows)
+        return ScorerOutput(info=self.scored_info(), cases=rows, metrics=metrics, report_md=self.report(rows, metrics))
+
+    @abstractmethod
+    def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
+        """Every text the scorer will ask the judge about for this case."""
+
+    @abstractmethod
+    def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
+        """One case's columns, named `<scorer>/<column>`."""
+
+    @abstractmethod
+    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
+        """The batch's metrics."""
+
+    @abstractmethod
+    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
+        """The scorer's Markdown section."""
+
+
+@register_scorer
+class RagScorer(EmbeddingScorer):
+    """SPEC §3 over every case with a `reference` (items of a `rag` eval set)."""
+
+    name = NAME
+    version = "1"
+    Params = RagParams
+    p: RagParams
+
+    def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
+        return texts_of(inp, judge)
+
+    @classmethod
+    def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
+        """Every metric is a mean over the cases that have it (NaN cases count in neither sum)."""
+        return [mean_terms(f"{NAME}/{m}", columns[f"{NAME}/{m}"]) for m in METRICS]
+
+    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
+        return aggregate_means(rows, NAME, METRICS)
+
+    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
+        return report(rows, metrics)
+
+    def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
+        return columns(self.metrics_of(inp, judge))
+
+    def metrics_of(self, inp: RagInputs, judge: RagJudge) -> dict[str, Metric]:
+        return {
+            "faithfulness": faithfulness(inp, judge),
+            "context_relevance": context_relevance(inp, judge),
+            "context_recall": context_recall(inp, judge),
+            "context_precision": context_precision(inp, self.p.match_ratio),
+            "answer_relevancy": answer_relevancy(inp, judge),
+            "answer_correctness": answer_correctness(inp, judge, self.p.correctness_f1_weight),
+        }
+
+
+
+def columns(m: dict[str, Metric]) -> dict[str, ScoreValue]:
+    """A case's `rag/…` columns: each metric, why any is not computed, and the unsupported statements."""
+    values: dict[str, ScoreValue] = {f"{NAME}/{k}": v.value for k, v in m.items()}
+    values[f"{NAME}/not_computed"] = "; ".join(f"{k}: {v.reason}" for k, v in m.items() if math.isnan(v.value))
+    values[f"{NAME}/unsupported"] = _verdicts_json(m["faithfulness"].verdicts)
+    values[f"{NAME}/not_recalled"] = _verdicts_json(m["context_recall"].verdicts)
+    return values
+
+
+def aggregate_means(rows: Sequence[CaseScore], name: str, columns: Sequence[str]) -> dict[str, float]:
+    """`<name>/<column>`: the mean over the cases that have it (not NaN); `<name>/<column>_n`: how many do."""
+    out: dict[str, float] = {f"{name}/n_cases": float(len(rows))}
+    for col in columns:
+        vals = [float(v) for r in rows if isinstance(v := r.values[f"{name}/{col}"], float) and not math.isnan(v)]
+        out[f"{name}/{col}"] = mean_or_nan(vals)
+        out[f"{name}/{col}_n"] = float(len(vals))
+    return out
+
+
+def report(rows: Sequence[CaseScore], metrics: dict[str, float], limit: int = 20) -> str:
+    lines = [f"## {NAME}", "", "| metric | mean | cases |", "|---|---|---|"]
+    for m in METRICS:
+        mean = metrics[f"{NAME}/{m}"]
+        lines.append(f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{m}_n'])} |")
+    unsupported = [(r.case_id, v) for r in rows for v in json.loads(str(r.values[f"{NAME}/unsupported"]))]
+    if unsupported:
+        lines += ["", f"### Unsupported answer statements ({len(unsupported)}, first {min(limit, len(unsupported))})", "",
+                  "| case | statement | reason |", "|---|---|---|"]
+        for cid, v in unsupported[:limit]:
+            stmt = v["statement"].replace("|", "\\|")
+            lines.append(f"| {cid} | {stmt} | {v['reason']} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,43 @@
+"""The dev set of pairs (bench/rag_pairs/) and its benchmark, on a small slice with a floor."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_rag_quality.py"
+
+
+@pytest.fixture(scope="module")
+def quality():
+    spec = importlib.util.spec_from_file_location("bench_rag_quality", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dev_set_has_12_pairs_per_metric_half_english_half_chinese_in_several_domains(quality) -> None:
+    pairs = quality.load_pairs()
+    per_metric = Counter(p.metric for p in pairs)
+    assert len(per_metric) == 8 and min(per_metric.values()) >= 12
+    assert Counter(p.lang for p in pairs) == {"en": len(pairs) // 2, "zh": len(pairs) // 2}
+    assert len({p.domain for p in pairs}) >= 6
+    assert {p.split for p in pairs} == {"tune", "holdout"}
+
+
+def test_better_and_worse_sides_differ_in_length_by_less_than_half(quality) -> None:
+    for p in quality.load_pairs():
+        b, w = (len(s.answer) + sum(map(len, s.contexts)) for s in (p.better, p.worse))
+        assert max(b, w) < 1.5 * min(b, w), p.id
+
+
+def test_every_metric_prefers_the_better_side_on_a_slice(quality) -> None:
+    pairs = [p for p in quality.load_pairs() if p.id.split(":")[0] in {"en-finance-fha", "en-law-gdpr", "zh-tax-small-enterprise", "zh-law-probation"}]
+    acc, misses = quality.accuracy(pairs)
+    assert len(acc) == 8
+    assert all(a["all"] >= 0.75 for a in acc.values()), misses

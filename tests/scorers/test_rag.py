@@ -1,0 +1,218 @@
+"""Scorer `rag` (SPEC §3): every formula by hand, with a fake encoder; NaN handling; bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtrack.errors import InputError
+from ragtrack.eval_sets import load_eval_set
+from ragtrack.predictions import match_prediction_file
+from ragtrack.scorers import Batch, build_scorer
+from ragtrack.scorers.rag import average_precision
+from ragtrack.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
+from tests.fake_encoder import FakeEncoder
+
+Case = tuple[EvalCase, Prediction]
+
+
+def case(cid: str, *, question: str = "Q?", answer: str = "", contexts: tuple[str, ...] = (), gt: str | None = None,
+         gt_contexts: list[str] | None = None) -> Case:
+    ref = RagReference(ground_truth_answer=gt, ground_truth_contexts=gt_contexts)
+    return (EvalCase(id=cid, question=question, reference=ref),
+            Prediction(case_id=cid, answer=answer, contexts=[ContextChunk(text=c) for c in contexts]))
+
+
+def score(*cases: Case, encoder: FakeEncoder | None = None, **params: Any) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    scorer = build_scorer("rag", params).use_encoder(encoder or FakeEncoder())
+    out = scorer.score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
+    return {cs.case_id: cs.values for cs in out.cases}, out.metrics
+
+
+FEE = "The fee is 20 dollars. Refunds take 5 days."
+
+
+def test_faithfulness_is_the_share_of_supported_answer_statements() -> None:
+    rows, _ = score(case("a", answer="The fee is 20 dollars. Pets are welcome here.", contexts=(FEE,)))
+    assert rows["a"]["rag/faithfulness"] == 0.5
+    assert json.loads(rows["a"]["rag/unsupported"]) == [{"statement": "Pets are welcome here", "reason": "no_match"}]
+
+
+def test_a_changed_number_is_unsupported_with_the_missing_fact() -> None:
+    rows, _ = score(case("a", answer="The fee is 30 dollars.", contexts=(FEE,)))
+    assert rows["a"]["rag/faithfulness"] == 0.0
+    assert json.loads(rows["a"]["rag/unsupported"]) == [{"statement": "The fee is 30 dollars", "reason": "fact_mismatch: 30usd"}]
+
+
+@pytest.mark.parametrize(("cos", "supported"), [(0.8, 1.0), (0.75, 1.0), (0.7, 0.0)])
+def test_a_statement_matches_by_cosine_alone_at_the_support_threshold(cos: float, supported: float) -> None:
+    enc = FakeEncoder({"Cats purr": [1, 0], "Felines rumble softly": [cos, math.sqrt(1 - cos**2)]})
+    rows, _ = score(case("a", answer="Cats purr.", contexts=("Felines rumble softly.",)), encoder=enc)
+    assert rows["a"]["rag/faithfulness"] == supported
+
+
+def test_a_statement_matches_by_lexical_coverage_of_one_sentence() -> None:
+    # {refund, arrive, within, 5, day}: 4 of 5 in the second sentence (0.8); no cosine (fake axes)
+    ctx = ("Fees are waived. Refunds arrive quickly, in 5 days.",)
+    rows, _ = score(case("a", answer="Refunds arrive within 5 days.", contexts=ctx))
+    assert rows["a"]["rag/faithfulness"] == 1.0
+    rows, _ = score(case("a", answer="Refunds arrive within 5 days.", contexts=ctx), lexical_threshold=0.85, sources_lexical_threshold=0.9)
+    assert rows["a"]["rag/faithfulness"] == 0.0
+
+
+def test_a_statement_matches_when_all_sources_together_hold_its_tokens() -> None:
+    # {apollo, moon, armstrong, collin, aldrin}: at most 2 in one sentence (0.4 < 0.6), 4 in the sources (0.8)
+    ctx = ("Apollo reached the Moon.", "Armstrong and Collins flew it.")
+    answer = "Apollo Moon Armstrong Collins Aldrin."
+    rows, _ = score(case("a", answer=answer, contexts=ctx), lexical_threshold=0.6)
+    assert rows["a"]["rag/faithfulness"] == 1.0
+    rows, _ = score(case("a", answer=answer, contexts=ctx), lexical_threshold=0.6, sources_lexical_threshold=0.9)
+    assert rows["a"]["rag/faithfulness"] == 0.0
+
+
+def test_context_recall_is_the_share_of_ground_truth_statements_supported() -> None:
+    rows, _ = score(case("a", contexts=("The fee is 20 dollars.",), gt="The fee is 20 dollars. Pets are welcome here."))
+    assert rows["a"]["rag/context_recall"] == 0.5
+    assert json.loads(rows["a"]["rag/not_recalled"]) == [{"statement": "Pets are welcome here", "reason": "no_match"}]
+
+
+@pytest.mark.parametrize(
+    ("relevant", "ap"),
+    [([], 0.0), ([False, False], 0.0), ([True], 1.0), ([False, True], 0.5), ([True, False, True], (1 + 2 / 3) / 2)],
+)
+def test_average_precision(relevant: list[bool], ap: float) -> None:
+    assert average_precision(relevant) == pytest.approx(ap)
+
+
+def test_context_precision_matches_chunks_by_rapidfuzz_ratio_and_averages_precision_at_k() -> None:
+    # ratio("alphabetagammadelta!", "alphabetagammadelta.") = 95 >= 90; the first chunk is no match
+    retrieved = ("Something else entirely.", "Alpha beta gamma delta.", "alpha beta  gamma delta!")
+    rows, _ = score(case("a", contexts=retrieved, gt_contexts=["Alpha beta gamma delta."]))
+    assert rows["a"]["rag/context_precision"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    rows, _ = score(case("a", contexts=retrieved, gt_contexts=["Alpha beta gamma delta."]), match_ratio=96)
+    assert rows["a"]["rag/context_precision"] == pytest.approx(1 / 2)
+
+
+def test_context_relevance_is_the_mean_of_cosine_and_question_token_share() -> None:
+    # chunk 1: 0.5 · cos 0.6 + 0.5 · {refund} of {refund, fee} = 0.55; chunk 2: 0
+    enc = FakeEncoder({"Refund fee?": [1, 0], "The refund takes long.": [0.6, 0.8]})
+    rows, _ = score(case("a", question="Refund fee?", contexts=("The refund takes long.", "Weather report.")), encoder=enc)
+    assert rows["a"]["rag/context_relevance"] == pytest.approx(0.275)
+
+
+def test_answer_relevancy_combines_cosine_and_question_tokens_with_the_configured_weight() -> None:
+    enc = FakeEncoder({"Refund fee?": [1, 0], "Fee waived.": [0.6, 0.8]})
+    rows, _ = score(case("a", question="Refund fee?", answer="Fee waived.", contexts=("x",)), encoder=enc, relevance_cosine_weight=0.25)
+    assert rows["a"]["rag/answer_relevancy"] == pytest.approx(0.25 * 0.6 + 0.75 * 0.5)
+
+
+def test_answer_correctness_is_weighted_statement_f1_plus_cosine() -> None:
+    # precision 1 (the answer's one statement is in the ground truth), recall 1/2, F1 2/3; cosine 0.6
+    enc = FakeEncoder({"The fee is 20 dollars.": [1, 0], FEE: [0.6, 0.8]})
+    rows, _ = score(case("a", answer="The fee is 20 dollars.", contexts=("x",), gt=FEE), encoder=enc)
+    assert rows["a"]["rag/answer_correctness"] == pytest.approx(0.75 * 2 / 3 + 0.25 * 0.6)
+
+
+def test_a_copy_of_the_ground_truth_with_one_number_changed_loses_to_a_correct_paraphrase() -> None:
+    rows, _ = score(
+        case("copy", answer="The fee is 25 dollars. Refunds take 5 days.", contexts=("x",), gt=FEE),
+        case("para", answer="Refunds take 5 days, and the fee is 20 dollars.", contexts=("x",), gt=FEE),
+    )
+    assert rows["para"]["rag/answer_correctness"] > rows["copy"]["rag/answer_correctness"]
+
+
+def test_metrics_without_their_inputs_are_nan_with_a_reason_and_left_out_of_the_mean() -> None:
+    rows, metrics = score(
+        case("gt", answer="The fee is 20 dollars.", contexts=(FEE,), gt="The fee is 20 dollars."),
+        case("nogt", answer="The fee is 20 dollars.", contexts=(FEE,)),
+    )
+    assert all(math.isnan(rows["nogt"][f"rag/{m}"]) for m in ("context_recall", "context_precision", "answer_correctness"))
+    assert rows["nogt"]["rag/not_computed"] == (
+        "context_recall: no ground_truth_answer; context_precision: no ground_truth_contexts; answer_correctness: no ground_truth_answer"
+    )
+    assert (metrics["rag/context_recall"], metrics["rag/context_recall_n"]) == (1.0, 1.0)
+    assert (metrics["rag/faithfulness_n"], metrics["rag/context_precision_n"]) == (2.0, 0.0)
+    assert math.isnan(metrics["rag/context_precision"])
+
+
+def test_an_empty_answer_has_no_faithfulness_and_scores_0_for_relevancy_and_correctness() -> None:
+    rows, _ = score(case("a", answer="  ", contexts=(FEE,), gt=FEE, gt_contexts=[FEE]))
+    v = rows["a"]
+    assert math.isnan(v["rag/faithfulness"]) and v["rag/not_computed"] == "faithfulness: empty answer"
+    assert (v["rag/answer_relevancy"], v["rag/answer_correctness"]) == (0.0, 0.0)
+
+
+def test_without_retrieved_contexts_the_context_metrics_are_nan() -> None:
+    rows, _ = score(case("a", answer="The fee is 20 dollars.", gt=FEE, gt_contexts=[FEE]))
+    for m in ("faithfulness", "context_relevance", "context_recall", "context_precision"):
+        assert math.isnan(rows["a"][f"rag/{m}"])
+    assert rows["a"]["rag/not_computed"].count("no retrieved contexts") == 4
+
+
+def test_cases_without_a_rag_reference_are_not_scored() -> None:
+    ex = AnswerExample(target_audience="a", main_topic="b", sub_topic="c", detailed_description=[],
+                       original_evidence="e", predicted_questions=[])
+    other = (EvalCase(id="q2", question="Q?", expected=ExpectedV2(answer_example=ex)), Prediction(case_id="q2", answer="x"))
+    rows, metrics = score(case("a", answer="x", contexts=("x",)), other)
+    assert list(rows) == ["a"] and metrics["rag/n_cases"] == 1.0
+
+
+def test_a_batch_embeds_every_distinct_text_in_one_call() -> None:
+    enc = FakeEncoder()
+    score(*(case(c, answer="The fee is 20 dollars.", contexts=(FEE,), gt=FEE) for c in "abc"), encoder=enc)
+    (call,) = enc.calls
+    assert len(call) == len(set(call))
+
+
+def test_a_threshold_out_of_range_is_an_input_error_naming_it() -> None:
+    with pytest.raises(InputError) as e:
+        build_scorer("rag", {"lexical_threshold": 1.5})
+    assert e.value.field == "lexical_threshold" and e.value.file == "scorers.rag"
+
+
+# ------------------------------------------------------------------ bad input reaches no scorer
+
+
+def test_a_rag_item_without_question_is_an_error_naming_file_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "rag.jsonl"
+    path.write_text('{"id": "1", "question": "Q?"}\n{"id": "2", "ground_truth_answer": "A"}\n', encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        load_eval_set([path])
+    assert str(e.value) == f"{path}: line 2: question: Field required"
+
+
+@pytest.mark.parametrize(
+    ("contexts", "message"),
+    [('[3]', "contexts[0]: expected an object or a string, got int"), ('[{"text": 5}]', "contexts[0].text: expected a string")],
+)
+def test_a_context_that_is_not_text_is_an_error_naming_line_and_field(tmp_path: Path, contexts: str, message: str) -> None:
+    (tmp_path / "rag.jsonl").write_text('{"id": "1", "question": "Q?"}\n', encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(f'{{"id": "1", "answer": "x", "contexts": {contexts}}}\n', encoding="utf-8")
+    es, _ = load_eval_set([tmp_path / "rag.jsonl"])
+    with pytest.raises(InputError) as e:
+        match_prediction_file(preds, es.cases)
+    assert str(e.value) == f"{preds}: line 1: {message}"
+
+
+@pytest.mark.parametrize("name", ["rag", "earag"])
+def test_case_terms_give_the_metrics_exactly(name: str) -> None:
+    cases = [case("gt", question="What does FHA require?", answer="FHA requires 20 dollars.", contexts=(FEE,), gt=FEE),
+             case("nogt", answer="Pets are welcome here.", contexts=(FEE,)), case("empty", contexts=(FEE,))]
+    out = build_scorer(name).use_encoder(FakeEncoder()).score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
+    columns = {k: [cs.values[k] for cs in out.cases] for k in out.cases[0].values}
+    terms = type(build_scorer(name)).case_terms(columns)
+    derived = {t.metric: math.fsum(t.num) / math.fsum(t.den) if any(t.den) else t.empty for t in terms}
+    assert len(derived) >= 6
+    assert all(v == out.metrics[k] or (math.isnan(v) and math.isnan(out.metrics[k])) for k, v in derived.items())
+
+
+@pytest.mark.parametrize("name", ["rag", "earag"])
+def test_a_model_path_that_does_not_exist_fails_when_the_scorer_is_built(name: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError) as e:
+        build_scorer(name, {"model": str(tmp_path / "no-model")})
+    assert str(e.value) == f"scorers.{name}: model: Value error, {tmp_path / 'no-model'}: model path does not exist"

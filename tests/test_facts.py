@@ -1,0 +1,107 @@
+"""Fact tokens: extraction and normalisation tables (SPEC §3), and the agreement rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragtrack.facts import cn_number, fact_tokens, facts, missing_fact, provided_keys, words_number
+from ragtrack.text import norm
+
+# Texts that state the same fact normalise to the same tokens.
+SAME = [
+    ("七日", "7日", ["7d"]),
+    ("7天", "7 days", ["7d"]),
+    ("seven days", "7 days", ["7d"]),
+    ("7个工作日", "7 business days", ["7wd"]),
+    ("两年", "2 years", ["2y"]),
+    ("十二个月", "12 months", ["12mo"]),
+    ("3.5%", "3.5 percent", ["3.5%"]),
+    ("百分之三点五", "3.5%", ["3.5%"]),
+    ("第十二条", "第12条", ["第12条"]),
+    ("第三款", "第3款", ["第3款"]),
+    ("Article 12", "Art. 12", ["article 12"]),
+    ("Section 3.2", "§ 3.2", ["section 3.2"]),
+    ("1,000", "1000", ["1000"]),
+    ("twenty", "20", ["20"]),
+    ("twenty-five students", "25 students", ["25"]),
+    ("one hundred and five", "105", ["105"]),
+    ("$1,000", "1,000 dollars", ["1000usd"]),
+    ("1000美元", "1000 dollars", ["1000usd"]),
+    ("100万元", "1000000元", ["1000000cny"]),
+    ("1.5 million dollars", "1500000 dollars", ["1500000usd"]),
+    ("2023年5月1日", "May 1, 2023", ["2023-05-01"]),
+    ("1 May 2023", "2023-05-01", ["2023-05-01"]),
+    ("2023/5/1", "2023-05-01", ["2023-05-01"]),
+    ("5到10天", "5-10 days", ["5-10d"]),
+    ("between 5 and 10 days", "5 to 10 days", ["5-10d"]),
+    ("500毫克", "500 mg", ["500mg"]),
+    ("《中华人民共和国公司法》", "《中华人民共和国 公司法》", ["《中华人民共和国公司法》"]),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "tokens"), SAME)
+def test_equal_facts_normalise_to_equal_tokens(a: str, b: str, tokens: list[str]) -> None:
+    assert fact_tokens(a) == fact_tokens(b) == tokens
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("9:30 every morning", ["9:30"]),
+        ("Python 3.10", ["3.10"]),  # decimals as written: a version is not 3.1
+        ("version 3.11.2", ["3.11.2"]),
+        ("他说“你好世界”", ['"你好世界"']),
+        ("in 2023", ["2023"]),
+        ("2023年", ["2023"]),
+        ("FHA 贷款允许最低 3.5% 的首付", ["3.5%"]),
+    ],
+)
+def test_other_kinds(text: str, tokens: list[str]) -> None:
+    assert fact_tokens(text) == tokens
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["one of the best", "一个重要原因", "统一管理", "千万不要", "十分重要", "哪一年", "MiniLM-L6", "3D printing", "the tenant", "someone"],
+)
+def test_words_that_are_usually_not_numbers_give_no_fact(text: str) -> None:
+    assert fact_tokens(text) == []
+
+
+@pytest.mark.parametrize(("text", "value"), [("七", 7), ("十二", 12), ("两", 2), ("三千零五", 3005), ("一百二十", 120), ("三万", 30000), ("二〇二三", 2023)])
+def test_chinese_numerals(text: str, value: int) -> None:
+    assert cn_number(text) == value
+
+
+@pytest.mark.parametrize(("words", "value"), [("twenty", 20), ("twenty five", 25), ("one hundred and five", 105), ("three thousand", 3000)])
+def test_english_number_words(words: str, value: int) -> None:
+    assert words_number(words.split()) == value
+
+
+def test_five_and_six_is_not_one_number() -> None:
+    assert words_number(["five", "and", "six"]) is None
+
+
+def _missing(statement: str, support: str) -> str | None:
+    return missing_fact(facts(statement), norm(support), provided_keys(support))
+
+
+def test_a_changed_number_is_the_missing_fact() -> None:
+    assert _missing("The course lasts 14 days.", "The full course lasts 10 days.") == "14d"
+
+
+def test_a_bare_number_agrees_with_the_same_number_with_a_unit() -> None:
+    assert _missing("Scores of 580 qualify.", "A score of 580 points or 3.5% down.") is None
+
+
+def test_a_range_agrees_with_its_two_ends() -> None:
+    assert _missing("Scores from 500 to 579 need 10%.", "Scores between 500 and 579 need at least 10%.") is None
+
+
+def test_a_date_provides_its_year() -> None:
+    assert _missing("It happened in 2012.", "It crossed on August 25, 2012.") is None
+
+
+def test_a_title_agrees_by_containment_of_its_name() -> None:
+    assert _missing("依照《公司法》办理", "《中华人民共和国公司法》第十二条") is None
+    assert _missing("依照《劳动法》办理", "《劳动合同法》第十九条") == "《劳动法》"
