@@ -44,7 +44,11 @@ class ComponentError(RuntimeError):
 
     def __init__(self, component: str, why: str) -> None:
         self.component = component
+        self.why = why
         super().__init__(f"{component} did not start: {why}")
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.component, self.why))
 
 
 def free_port() -> int:

@@ -11,7 +11,8 @@ import pytest
 import signal
 
 import ragtrack
-from ragtrack.errors import InputError
+from ragtrack.devserver import ComponentError
+from ragtrack.errors import InputError, RunNotEnded
 from ragtrack.llm import LLMAuthError, LLMError, _Retryable
 from ragtrack.scorers.rubric_judge import JudgeParseError
 from ragtrack.termination import Terminated
@@ -23,6 +24,8 @@ EXAMPLES: dict[type[BaseException], BaseException] = {
     LLMError: LLMError("http://127.0.0.1:8000/v1", "m", "HTTP 500", secret="sk-x"),
     LLMAuthError: LLMAuthError("http://127.0.0.1:8000/v1", "m", "HTTP 401: key rejected"),
     _Retryable: _Retryable("HTTP 503", retry_after=1.5),
+    RunNotEnded: RunNotEnded("http://127.0.0.1:5000: run abc stays RUNNING until reaped"),
+    ComponentError: ComponentError("postgresql", "initdb failed: exit 1"),
     JudgeParseError: JudgeParseError("rubric_judge: 3 of 10 replies unreadable"),
 }
 
