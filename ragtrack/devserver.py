@@ -68,7 +68,7 @@ def _tail(log: Path) -> str:
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """The environment without the caller's MLflow settings (a test's MLFLOW_TRACKING_URI is not the server's)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = {k: v for k in list(os.environ) if not k.startswith("MLFLOW_") and (v := os.environ.get(k)) is not None}
     env.update(extra)
     return env
 

@@ -79,7 +79,9 @@ def _looks_random(token: str) -> bool:
 
 
 def _env_secrets() -> list[str]:
-    values = {v for k, v in os.environ.items() if is_secret_key(k) and len(v) >= _MIN_ENV_SECRET}
+    # Keys first, then each value: iterating os.environ.items() raises KeyError when another
+    # thread removes a variable meanwhile, as MLflow's telemetry thread does.
+    values = {v for k in list(os.environ) if is_secret_key(k) and len(v := os.environ.get(k) or "") >= _MIN_ENV_SECRET}
     return sorted(values, key=len, reverse=True)  # longest first: a value containing another is masked whole
 
 
