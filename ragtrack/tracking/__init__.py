@@ -8,9 +8,19 @@
 `reader`: logged runs read back (record, artifacts, an experiment's runs) for compare, audit and rescore.
 `traces`: each case of a run as a trace with assessments (MLflow's evaluation view).
 `sweep_summary`: a sweep's jobs summarised into its parent run.
+
+MLflow's usage telemetry is off in ragtrack's processes unless `MLFLOW_DISABLE_TELEMETRY` says
+otherwise: its background thread removes a variable from `os.environ` at a moment of its
+choosing, and any thread reading the environment meanwhile fails with KeyError, MLflow's own
+HTTP client included (requests looks up proxies there): under bench/bench_server.py that
+failed 1 sweep job of 32, twice in four sweeps. Set before the first `import mlflow`.
 """
 
-from ragtrack.tracking.sink import (
+import os
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+from ragtrack.tracking.sink import (  # noqa: E402 - after the setting above
     MlflowSink,
     default_tracking_uri,
     end_run,
