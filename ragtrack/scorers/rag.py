@@ -94,6 +94,7 @@ class RagParams(SupportParams):
     """SPEC §3's tunable numbers, all logged."""
 
     match_ratio: float = Field(default=90.0, ge=0, le=100)
+    match_scorer: Literal["ratio", "partial_ratio"] = "ratio"
     correctness_f1_weight: float = Field(default=0.75, ge=0, le=1)
 
 
@@ -184,14 +185,17 @@ def average_precision(relevant: Sequence[bool]) -> float:
     return total / hits if hits else 0.0
 
 
-def context_precision(inp: RagInputs, match_ratio: float) -> Metric:
-    """Average precision of the ranking, chunk k relevant when its rapidfuzz ratio to a ground-truth context ≥ `match_ratio`."""
+def context_precision(inp: RagInputs, match_ratio: float, match_scorer: str = "ratio") -> Metric:
+    """Average precision of the ranking, chunk k relevant when its rapidfuzz `match_scorer` (`ratio`: the
+    whole texts; `partial_ratio`: the shorter against its best-aligned piece of the longer) to a
+    ground-truth context ≥ `match_ratio`."""
     if not inp.ground_truth_contexts:
         return Metric.nan("no ground_truth_contexts")
     if not inp.contexts:
         return Metric.nan(_NO_CONTEXTS)
     gts = [norm(g) for g in inp.ground_truth_contexts]
-    relevant = [any(fuzz.ratio(norm(c), g) >= match_ratio for g in gts) for c in inp.contexts]
+    similarity = getattr(fuzz, match_scorer)
+    relevant = [any(similarity(norm(c), g) >= match_ratio for g in gts) for c in inp.contexts]
     return Metric(value=average_precision(relevant))
 
 
@@ -336,7 +340,7 @@ class RagScorer(EmbeddingScorer):
             "faithfulness": faithfulness(inp, judge),
             "context_relevance": context_relevance(inp, judge),
             "context_recall": context_recall(inp, judge),
-            "context_precision": context_precision(inp, self.p.match_ratio),
+            "context_precision": context_precision(inp, self.p.match_ratio, self.p.match_scorer),
             "answer_relevancy": answer_relevancy(inp, judge),
             "answer_correctness": answer_correctness(inp, judge, self.p.correctness_f1_weight),
         }

@@ -97,6 +97,16 @@ def test_context_precision_matches_chunks_by_rapidfuzz_ratio_and_averages_precis
     assert rows["a"]["rag/context_precision"] == pytest.approx(1 / 2)
 
 
+def test_context_precision_with_partial_ratio_matches_a_chunk_cut_from_a_longer_passage() -> None:
+    # small chunks of one ground-truth passage: ratio rejects both (lengths differ), partial_ratio finds each inside it
+    passage = "Section 2. Compute instances in two zones get 99.95% uptime. A single zone gets 99.9% uptime."
+    retrieved = ("Weather report for Tuesday.", "Compute instances in two zones get 99.95% uptime.", "A single zone gets 99.9% uptime.")
+    rows, _ = score(case("a", contexts=retrieved, gt_contexts=[passage]))
+    assert rows["a"]["rag/context_precision"] == 0.0
+    rows, _ = score(case("a", contexts=retrieved, gt_contexts=[passage]), match_scorer="partial_ratio")
+    assert rows["a"]["rag/context_precision"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+
+
 def test_context_relevance_is_the_mean_of_cosine_and_question_token_share() -> None:
     # chunk 1: 0.5 · cos 0.6 + 0.5 · {refund} of {refund, fee} = 0.55; chunk 2: 0
     enc = FakeEncoder({"Refund fee?": [1, 0], "The refund takes long.": [0.6, 0.8]})
