@@ -116,11 +116,17 @@ def _load(folder: str) -> SentenceTransformer:
     with _load_lock:
         if folder not in _models:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            bars = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()  # transformers' "Loading weights" bar would cut into ragtrack's console lines
             try:
                 _models[folder] = SentenceTransformer(folder, device="cpu")
             except Exception as e:
                 raise InputError(folder, f"cannot load as a sentence-transformers model: {type(e).__name__}: {e}".splitlines()[0], field="model") from None
+            finally:
+                if bars:
+                    hf_logging.enable_progress_bar()
         return _models[folder]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ import pytest
 from ragtrack import embeddings
 from ragtrack.embeddings import Embedder, resolve_model
 from ragtrack.errors import InputError
+from tests.processes import env
 
 TEXTS = ["退款在7个工作日内到账。", "The refund window is 30 days.", "Lumen Cloud guarantees 99.9% uptime."]
 
@@ -85,3 +88,11 @@ def test_the_suite_keeps_caches_under_pytests_tmp_dirs(tmp_path_factory: pytest.
     from ragtrack.cachedir import cache_root
 
     assert tmp_path_factory.getbasetemp() in cache_root("embeddings").parents
+
+
+def test_loading_the_model_writes_nothing_to_the_console() -> None:
+    # transformers' "Loading weights" progress bar would cut into ragtrack's console lines
+    probe = "from ragtrack import embeddings; embeddings.shared(embeddings.DEFAULT_MODEL).encode(['x'])"
+    out = subprocess.run([sys.executable, "-c", probe], env=env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (out.stdout, out.stderr) == ("", "")
