@@ -5,3 +5,7 @@ pyproject.toml) or a user imports them; ragtrack's core never does.
 `scorers`: ragtrack's scorers as MLflow GenAI scorers (`mlflow.genai.evaluate`).
 `evaluator`: `mlflow.model_evaluator` "ragtrack" (`mlflow.models.evaluate(..., evaluators="ragtrack")`).
 """
+
+# MLflow loads the entry points above while it is first imported. Importing it here, before any
+# of these modules, keeps that load from meeting a half-imported `context` (a circular import).
+import mlflow  # noqa: E402, F401

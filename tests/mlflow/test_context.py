@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from importlib.metadata import entry_points
 
 import mlflow
 
 from ragtrack import __version__
 from ragtrack.mlflow.context import RagtrackRunContext
+from tests.processes import env
 
 TAGS = ("ragtrack.version", "ragtrack.git_commit", "ragtrack.git_dirty")
 
@@ -23,6 +26,13 @@ def test_provider_is_registered_as_an_mlflow_entry_point():
     # Fails until the package is (re)installed: `pip install -e .` registers pyproject's entry points.
     (ep,) = entry_points(group="mlflow.run_context_provider", name="ragtrack")
     assert ep.load() is RagtrackRunContext
+
+
+def test_importing_the_provider_before_mlflow_registers_it_without_a_warning():
+    # importing the provider first used to make MLflow's entry-point load meet it half-imported
+    probe = "import ragtrack.mlflow.context"
+    out = subprocess.run([sys.executable, "-W", "default", "-c", probe], env=env(), capture_output=True, text=True, timeout=120)
+    assert (out.returncode, out.stderr) == (0, "")
 
 
 def test_start_run_gets_ragtrack_version_and_git_state(module_store, git_repo, monkeypatch):
