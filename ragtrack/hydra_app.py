@@ -26,7 +26,7 @@ from ragtrack.errors import InputError, RunNotEnded
 from ragtrack.redact import redact_overrides, redact_text
 from ragtrack.summary import JobOutcome
 from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
-from ragtrack.termination import exit_if_orphaned, handle_termination, watch_parent
+from ragtrack.termination import Terminated, exit_if_stopped, handle_termination, watch_parent
 
 if TYPE_CHECKING:
     from ragtrack.types import RunResult
@@ -124,11 +124,13 @@ def main(cfg: DictConfig) -> JobOutcome:
     """Hydra task: returns the job's run (for the sweep summary); a sweep job may reuse an earlier run."""
     hc = HydraConfig.get()
     in_sweep = hc.mode == RunMode.MULTIRUN
-    if in_sweep and os.environ.get(SWEEP_PID_ENV, str(os.getpid())) != str(os.getpid()):
+    worker = in_sweep and os.environ.get(SWEEP_PID_ENV, str(os.getpid())) != str(os.getpid())
+    if worker:
         watch_parent()  # a worker process: stop (and end the run KILLED) if the launcher dies
     tags = {"ragtrack.hydra_overrides": " ".join(redact_overrides(raw_overrides(hc.overrides.task)))[:5000]}
     if in_sweep:
         tags["ragtrack.sweep_job"] = str(hc.job.num)
+    stopped: BaseException | None = None
     try:
         with handle_termination():
             try:
@@ -139,8 +141,12 @@ def main(cfg: DictConfig) -> JobOutcome:
                 if in_sweep:
                     raise  # the sweeper reports each failed job in one line and counts it
                 _report_failure(e)
+    except (KeyboardInterrupt, Terminated) as e:
+        stopped = e
+        raise
     finally:
-        exit_if_orphaned()
+        if worker:
+            exit_if_stopped(stopped)
     _summary(run_cfg, results)
     return outcome
 
@@ -247,9 +253,12 @@ def _stop_children(signum: int) -> None:
     import psutil
 
     children = psutil.Process().children(recursive=True)
+    workers = []
     for child in children:
         try:
             child.send_signal(signum)
+            if "resource_tracker" not in " ".join(child.cmdline()):  # pools' trackers hold no run and outlive the signal
+                workers.append(child)
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(children, timeout=15)
+    psutil.wait_procs(workers, timeout=15)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "deferred", "exit_code", "exit_if_orphaned", "handle_termination", "watch_parent"]
+__all__ = ["Terminated", "deferred", "exit_code", "exit_if_stopped", "handle_termination", "watch_parent"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -117,7 +117,7 @@ def watch_parent(interval_s: float = 1.0) -> None:
 
     A sweep's launching process that is SIGKILLed cannot stop its workers; with this, each
     worker ends its own run KILLED instead of working on under a dead sweep, then exits
-    (`exit_if_orphaned`; after a grace period the watcher exits the process itself).
+    (`exit_if_stopped`; after a grace period the watcher exits the process itself).
     """
     global _watching
     if _watching:
@@ -136,8 +136,12 @@ def watch_parent(interval_s: float = 1.0) -> None:
     threading.Thread(target=watch, name="ragtrack-parent-watch", daemon=True).start()
 
 
-def exit_if_orphaned() -> None:
-    """After a job: a worker whose parent died exits now (its pool would keep it waiting for work)."""
-    if _orphaned.is_set():
+def exit_if_stopped(error: BaseException | None) -> None:
+    """After a job in a worker process: exit now when a signal stopped the job or the parent died.
+
+    Its pool would keep it waiting for work, and a launcher passing a signal on waits for
+    its workers to exit; the job's run is already ended by then.
+    """
+    if isinstance(error, (Terminated, KeyboardInterrupt)) or _orphaned.is_set():
         logging.shutdown()
-        os._exit(128 + signal.SIGTERM)
+        os._exit(exit_code(error) if isinstance(error, (Terminated, KeyboardInterrupt)) else 128 + signal.SIGTERM)

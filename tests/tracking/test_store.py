@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 BIN = Path(sys.executable).parent
 EXPERIMENT = "ragtrack-demo"
 COMBOS = list(product(("base", "lora_a", "lora_b"), ("v1", "v2")))
-SEEDS = ("0", "1", "2", "3")  # stages.dev_seed: unused by the single stage, it only multiplies the sweep's jobs
+SEEDS = ("0", "1")  # stages.dev_seed: unused by the single stage, it only doubles the sweep's jobs (12, more than its 8 workers)
 ARTIFACTS = {
     "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml",
     "inputs/0/questions.json", "inputs/1/qaset.json", "reports/eval_json_v2.md", "reports/refusal_citation.md",
@@ -89,7 +89,7 @@ def simultaneous(tmp_path_factory) -> Store:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Store:
-    """A 24-job `hydra/launcher=joblib` sweep with 8 parallel jobs on a fresh store."""
+    """A 12-job `hydra/launcher=joblib` sweep with 8 parallel jobs on a fresh store."""
     tmp = tmp_path_factory.mktemp("sweep")
     db = tmp / "mlflow.db"
     uri = f"sqlite:///{db}"
@@ -199,7 +199,7 @@ def test_joblib_sweep_has_one_finished_parent(sweep):
     assert [r.info.status for r in _runs(sweep, "sweep")] == ["FINISHED"]
 
 
-def test_all_24_sweep_jobs_finish_under_the_parent(sweep):
+def test_all_12_sweep_jobs_finish_under_the_parent(sweep):
     (parent,) = _runs(sweep, "sweep")
     children = _runs(sweep)
     jobs = {r.data.tags["ragtrack.hydra_overrides"] for r in children}
