@@ -7,6 +7,7 @@
     LLMServer(script=[status(503), reply("ok")])      # one reply per request; the last one repeats
     LLMServer(script=lambda n, body: reply(...))      # or a function of (request number from 0, JSON body)
     LLMServer(delay_s=0.05)                           # a fixed delay before every reply
+    LLMServer(script=route(("Rate", reply("7")), ("Split", lambda prompt: reply(...))))   # by the prompt's text
 
 Replies: `reply(text)` (a normal completion with usage), `status(code, body, headers)`,
 `raw(body)` (200 with any bytes), `hang()` (never answers, until the server stops).
@@ -66,6 +67,21 @@ def hang() -> Reply:
 def echo(n: int, body: dict[str, Any]) -> Reply:
     """The default: `ECHO <content of the last message>`."""
     return reply("ECHO " + body["messages"][-1]["content"])
+
+
+def route(*rules: tuple[str, Reply | Callable[[str], Reply]], default: Callable[[int, dict[str, Any]], Reply] = echo
+          ) -> Callable[[int, dict[str, Any]], Reply]:
+    """A script that answers by the last message's content: the first rule whose marker occurs in it
+    answers (its `Reply`, or its function of the content); else `default`."""
+
+    def script(n: int, body: dict[str, Any]) -> Reply:
+        content = body["messages"][-1]["content"]
+        for marker, answer in rules:
+            if marker in content:
+                return answer(content) if callable(answer) else answer
+        return default(n, body)
+
+    return script
 
 
 class _QuietServer(ThreadingHTTPServer):
