@@ -189,15 +189,22 @@ class LLMServer:
 
 
 def main() -> None:
-    """`python -m tests.llm_server [--delay S]`: serve echo replies in this process (its own GIL) until
+    """`python -m tests.llm_server [--delay S] [--judge]`: serve echo replies (with --judge, well-formed replies
+    to the rag/earag judge prompts, `tests.llm_judges.lenient_judge`) in this process (its own GIL) until
     stdin closes; the first line on stdout is the base URL."""
     import argparse
     import sys
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--delay", type=float, default=0.0, help="seconds to wait before every reply")
+    p.add_argument("--judge", action="store_true", help="answer the rag/earag judge prompts")
     args = p.parse_args()
-    with LLMServer(delay_s=args.delay) as srv:
+    script: Script = echo
+    if args.judge:
+        from tests.llm_judges import lenient_judge
+
+        script = lenient_judge()
+    with LLMServer(script=script, delay_s=args.delay) as srv:
         print(srv.url, flush=True)
         sys.stdin.read()
         print(f"served {srv.count} requests", file=sys.stderr)
