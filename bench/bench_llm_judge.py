@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from ragtrack.scorers import Batch, build_scorer  # noqa: E402
 from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
 from tests.fake_encoder import FakeEncoder  # noqa: E402
+from tests.llm_server import server_process  # noqa: E402
 
 K = 3  # retrieved chunks per case
 
@@ -49,12 +49,8 @@ def main() -> int:
     p.add_argument("--delay", type=float, default=0.05, help="server-side delay per reply, seconds")
     p.add_argument("--levels", default="1,4,16", help="concurrency levels")
     args = p.parse_args()
-    server = subprocess.Popen([sys.executable, "-m", "tests.llm_server", "--judge", "--delay", str(args.delay)], cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     rounds = {"rag": [2 + K + 1, 4], "earag": [3]}  # questions per case in each round (see the module doc)
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
+    with server_process("--judge", "--delay", str(args.delay)) as url:
         print(f"server {url}, delay {args.delay * 1000:.0f} ms per reply, {args.cases} cases of {K} chunks")
         print(f"{'scorer':>6} {'conc.':>5} {'requests':>8} {'req/case':>8} {'seconds':>8} {'bound s':>8} {'ratio':>6}")
         with tempfile.TemporaryDirectory() as tmp:
@@ -73,10 +69,6 @@ def main() -> int:
                 again = scorer.score(b)
                 print(f"{name:>6} re-run: {again.metrics[f'{name}/llm/requests']:.0f} requests, "
                       f"{again.metrics[f'{name}/llm/cache_hits']:.0f} cache hits, {time.perf_counter() - t0:.2f} s")
-    finally:
-        if server.stdin:
-            server.stdin.close()
-        server.wait(timeout=30)
     return 0
 
 

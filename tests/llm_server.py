@@ -19,9 +19,12 @@ The server runs in a thread of the calling process; nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -188,12 +191,25 @@ class LLMServer:
         self.stop()
 
 
+@contextmanager
+def server_process(*args: str) -> Iterator[str]:
+    """`python -m tests.llm_server ARGS` in its own process (its own GIL: benchmarks), until the block ends; yields its base URL."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "tests.llm_server", *args], cwd=root, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
 def main() -> None:
     """`python -m tests.llm_server [--delay S] [--judge]`: serve echo replies (with --judge, well-formed replies
     to the rag/earag judge prompts, `tests.llm_judges.lenient_judge`) in this process (its own GIL) until
     stdin closes; the first line on stdout is the base URL."""
     import argparse
-    import sys
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--delay", type=float, default=0.0, help="seconds to wait before every reply")
