@@ -226,7 +226,7 @@ class LLMClient:
     def complete_all(
         self, conversations: Sequence[Sequence[Message]], *, cache: GenCache | None = None, desc: str = "llm",
         max_errors: int = 0,
-    ) -> tuple[list[Any], BatchStats]:
+    ) -> tuple[list[ChatResult | LLMError], BatchStats]:
         """Answer every conversation (cache first), at most `concurrency` requests at a time, in input order.
 
         Each answer is appended to the cache as it arrives. The first call that fails for

@@ -279,15 +279,20 @@ class EmbeddingScorer(Scorer):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.prompts: dict[str, Prompt] = {}
-        if self.p.llm is not None and self.p.backend == "llm":
-            self.prompts = load_prompts(self.p.llm, self.LLM_PROMPTS, field=f"scorers.{self.name}.llm.prompt_dir")
+        if (llm := self.llm_settings) is not None:
+            self.prompts = load_prompts(llm, self.LLM_PROMPTS, field=f"scorers.{self.name}.llm.prompt_dir")
+
+    @property
+    def llm_settings(self) -> JudgeLLMSettings | None:
+        """The judge's settings when the llm backend judges, else None."""
+        return self.p.llm if self.p.backend == "llm" else None
 
     @property
     def info(self) -> ComponentInfo:
         """Every parameter; the `llm` block (flat, with the prompts' sha256) only when the llm backend judges."""
         params: dict[str, Any] = self.p.model_dump(exclude={"llm"})
-        if self.p.llm is not None and self.p.backend == "llm":
-            params.update(llm_info(self.p.llm, self.prompts))
+        if (llm := self.llm_settings) is not None:
+            params.update(llm_info(llm, self.prompts))
         return ComponentInfo(name=self.name, version=self.version, params=params, code_sha256=code_sha256(type(self)))
 
     def use_encoder(self, encoder: Encoder) -> "EmbeddingScorer":
@@ -311,9 +316,8 @@ class EmbeddingScorer(Scorer):
             sources_lexical_threshold=self.p.sources_lexical_threshold,
             relevance_cosine_weight=self.p.relevance_cosine_weight,
         )
-        if self.p.llm is None or self.p.backend != "llm":
-            return offline
-        return LlmJudge(LlmBatch(self.p.llm, self.name), self.prompts, offline)
+        llm = self.llm_settings
+        return offline if llm is None else LlmJudge(LlmBatch(llm, self.name), self.prompts, offline)
 
     def scored_info(self) -> ComponentInfo:
         """`info` plus the embedding model's identity (name and weights sha256) once it is known."""
