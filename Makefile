@@ -35,6 +35,7 @@ bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress 
 	$(BIN)/python bench/stress_store.py --trials 5 --sweeps 1
 	$(BIN)/python bench/contention_store.py
 	$(BIN)/python bench/bench_llm.py
+	$(BIN)/python bench/bench_llm_judge.py
 
 ui: $(STAMP)  ## the MLflow UI on the demo's store
 	@echo "open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning  (the runs view, not the GenAI one)"

@@ -12,7 +12,6 @@ of that. Each level sends fresh prompts (no cache hits) for about `--seconds` se
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragtrack.gencache import GenCache  # noqa: E402
 from ragtrack.llm import LLMClient, LLMSettings, Message  # noqa: E402
+from tests.llm_server import server_process  # noqa: E402
 
 
 def main() -> int:
@@ -31,11 +31,7 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=3.0, help="ideal duration of each level")
     p.add_argument("--levels", default="1,4,16", help="concurrency levels")
     args = p.parse_args()
-    server = subprocess.Popen([sys.executable, "-m", "tests.llm_server", "--delay", str(args.delay)], cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
+    with server_process("--delay", str(args.delay)) as url:
         print(f"server {url}, delay {args.delay * 1000:.0f} ms per reply")
         print(f"{'concurrency':>11} {'requests':>8} {'seconds':>8} {'req/s':>8} {'ideal':>8} {'ratio':>6}")
         worst = 1.0
@@ -54,10 +50,6 @@ def main() -> int:
                 worst = min(worst, rate / ideal)
                 print(f"{level:>11} {n:>8} {elapsed:>8.2f} {rate:>8.1f} {ideal:>8.1f} {rate / ideal:>6.1%}")
         print(f"lowest ratio {worst:.1%} (target >= 90%)")
-    finally:
-        if server.stdin:
-            server.stdin.close()
-        server.wait(timeout=30)
     return 0
 
 

@@ -40,7 +40,7 @@ import re
 import threading
 import unicodedata
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -48,7 +48,7 @@ from ragtrack.cachedir import cache_root
 from ragtrack.facts import Fact, facts, missing_fact, provided_keys
 from ragtrack.text import norm
 
-__all__ = ["Entity", "EntityExtractor", "extract", "occurs"]
+__all__ = ["Entity", "extract", "occurs"]
 
 EntityKind = Literal["fact", "name", "term"]
 
@@ -63,12 +63,6 @@ class Entity(BaseModel):
     kind: EntityKind
     fact: Fact | None = None
     pieces: tuple[str, ...] = ()  # a term's search-mode pieces (normalised)
-
-
-class EntityExtractor(Protocol):
-    """What earag's extractor does: `extract` here (offline); an `llm` backend (the seed's prompt) implements it too."""
-
-    def __call__(self, text: str | None) -> list[Entity]: ...
 
 
 # ------------------------------------------------------------------ English names

@@ -130,6 +130,12 @@ class BatchStats(BaseModel):
         for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
             setattr(self, k, getattr(self, k) + result.usage.get(k, 0))
 
+    def merge(self, other: BatchStats) -> None:
+        """Add another batch's counts and latencies (a caller that asks in several rounds)."""
+        for k in ("requests", "retries", "cache_hits", "cache_misses", "prompt_tokens", "completion_tokens", "total_tokens"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.latencies_ms.extend(other.latencies_ms)
+
     def metrics(self, prefix: str) -> dict[str, float]:
         """`<prefix>/cache_hits`, `/cache_misses`, `/requests`, `/retries`, token sums, latency mean and p95."""
         out = {f"{prefix}/{k}": float(getattr(self, k)) for k in (
@@ -218,17 +224,22 @@ class LLMClient:
         return base * (0.5 + 0.5 * self._rng.random())
 
     def complete_all(
-        self, conversations: Sequence[Sequence[Message]], *, cache: GenCache | None = None, desc: str = "llm"
-    ) -> tuple[list[ChatResult], BatchStats]:
+        self, conversations: Sequence[Sequence[Message]], *, cache: GenCache | None = None, desc: str = "llm",
+        max_errors: int = 0,
+    ) -> tuple[list[ChatResult | LLMError], BatchStats]:
         """Answer every conversation (cache first), at most `concurrency` requests at a time, in input order.
 
         Each answer is appended to the cache as it arrives. The first call that fails for
         good stops the batch and raises its `LLMError`; answers already written stay cached.
+        With `max_errors` > 0, that many calls may fail for good first: each leaves its
+        `LLMError` in its place of the list (`ChatResult | LLMError`); an `LLMAuthError`
+        always stops the batch.
         """
         from tqdm import tqdm
 
         stats = BatchStats()
-        results: list[ChatResult | None] = [None] * len(conversations)
+        results: list[ChatResult | LLMError | None] = [None] * len(conversations)
+        errors = [0]  # calls failed for good and kept (at most max_errors)
         keys = [self.cache_key(m) for m in conversations]
         todo: deque[int] = deque()
         for i, key in enumerate(keys):
@@ -257,6 +268,17 @@ class LLMClient:
                     if cache is not None:
                         cache.put(CacheEntry(key=keys[i], model=self.s.model, text=result.text, usage=result.usage,
                                              latency_ms=result.latency_ms, finish_reason=result.finish_reason))
+                except LLMError as e:
+                    with lock:
+                        kept = not isinstance(e, LLMAuthError) and not stop.is_set() and errors[0] < max_errors
+                        errors[0] += kept
+                    if kept:
+                        results[i] = e
+                        done.put(None)
+                        continue
+                    stop.set()
+                    done.put(e)
+                    return
                 except BaseException as e:  # handed to the main thread, which raises it
                     stop.set()
                     done.put(e)

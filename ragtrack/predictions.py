@@ -115,12 +115,15 @@ def _contexts(obj: dict[str, Any], file: str, where: str) -> list[ContextChunk]:
             for k in ("text", "source_path"):
                 if c.get(k) is not None and not isinstance(c[k], str):
                     raise InputError(file, "expected a string", where=where, field=f"{field}.{k}")
-            cid = c.get("id")
+            cid, score = c.get("id"), c.get("score")
+            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+                raise InputError(file, "expected a number", where=where, field=f"{field}.score")
             chunks.append(
                 ContextChunk(
                     text=c.get("text") or "",
                     source_path=c.get("source_path"),
                     id=None if cid is None else _id_of(cid, file, where, f"{field}.id"),
+                    score=score,
                 )
             )
         else:

@@ -15,10 +15,11 @@ from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ContextChunk, EvalCase
 
-__all__ = ["PLACEHOLDERS", "Prompt", "fill", "format_context", "load_prompt", "render_prompt"]
+__all__ = ["PLACEHOLDERS", "Prompt", "defuse", "fill", "fill_as_data", "format_context", "load_prompt", "render_prompt"]
 
 PLACEHOLDERS = ("question", "context")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_CLOSING_TAG = re.compile(r"</([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 class Prompt(BaseModel):
@@ -61,6 +62,21 @@ def format_context(chunks: list[ContextChunk]) -> str:
 def fill(template: str, values: dict[str, str]) -> str:
     """Replace each `{{name}}` by `values[name]` (in one pass: a value's own braces stay as they are)."""
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def defuse(text: str, tags: tuple[str, ...]) -> str:
+    """`text` with every `<tag>` / `</tag>` of `tags` defused (angle brackets made full-width), so data
+    placed inside a delimited block of a prompt cannot close that block and speak as the prompt."""
+    if not tags:
+        return text
+    pattern = re.compile(rf"<\s*/?\s*(?:{'|'.join(map(re.escape, tags))})\s*>", re.IGNORECASE)
+    return pattern.sub(lambda m: m.group(0).replace("<", "＜").replace(">", "＞"), text)
+
+
+def fill_as_data(template: str, values: dict[str, str]) -> str:
+    """`fill` with each value defused against every delimiter tag the template closes (`</answer>` …)."""
+    tags = tuple(dict.fromkeys(_CLOSING_TAG.findall(template)))
+    return fill(template, {k: defuse(v, tags) for k, v in values.items()})
 
 
 def render_prompt(template: str, case: EvalCase, contexts: list[ContextChunk] | None = None) -> str:

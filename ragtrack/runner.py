@@ -127,7 +127,7 @@ def prepare(cfg: RunConfig, *, staged: bool | None = None) -> list[Stage]:
     prompt = load_prompt(cfg.prompt.path, cfg.prompt.version)
     spec = _index_spec(cfg)
     if generator.uses_index:
-        if spec is None:
+        if spec is None and not generator.index_optional:
             raise InputError("config", f"generator {generator.name!r} retrieves from a built index, and index {cfg.index.name!r} "
                              "is a recorded one: choose an index with `corpus`, `chunker` and `embedder` (e.g. index=small_chunks)", field="index")
         generator.index = spec

@@ -146,6 +146,7 @@ class ContextChunk(_Frozen):
     text: str = ""
     source_path: str | None = None
     id: str | None = None
+    score: float | None = None  # the retriever's score, when a generator retrieved the chunk
 
 
 class Prediction(_Frozen):

@@ -7,6 +7,7 @@
     LLMServer(script=[status(503), reply("ok")])      # one reply per request; the last one repeats
     LLMServer(script=lambda n, body: reply(...))      # or a function of (request number from 0, JSON body)
     LLMServer(delay_s=0.05)                           # a fixed delay before every reply
+    LLMServer(script=route(("Rate", reply("7")), ("Split", lambda prompt: reply(...))))   # by the prompt's text
 
 Replies: `reply(text)` (a normal completion with usage), `status(code, body, headers)`,
 `raw(body)` (200 with any bytes), `hang()` (never answers, until the server stops).
@@ -18,9 +19,12 @@ The server runs in a thread of the calling process; nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -66,6 +70,21 @@ def hang() -> Reply:
 def echo(n: int, body: dict[str, Any]) -> Reply:
     """The default: `ECHO <content of the last message>`."""
     return reply("ECHO " + body["messages"][-1]["content"])
+
+
+def route(*rules: tuple[str, Reply | Callable[[str], Reply]], default: Callable[[int, dict[str, Any]], Reply] = echo
+          ) -> Callable[[int, dict[str, Any]], Reply]:
+    """A script that answers by the last message's content: the first rule whose marker occurs in it
+    answers (its `Reply`, or its function of the content); else `default`."""
+
+    def script(n: int, body: dict[str, Any]) -> Reply:
+        content = body["messages"][-1]["content"]
+        for marker, answer in rules:
+            if marker in content:
+                return answer(content) if callable(answer) else answer
+        return default(n, body)
+
+    return script
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -172,16 +191,36 @@ class LLMServer:
         self.stop()
 
 
+@contextmanager
+def server_process(*args: str) -> Iterator[str]:
+    """`python -m tests.llm_server ARGS` in its own process (its own GIL: benchmarks), until the block ends; yields its base URL."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "tests.llm_server", *args], cwd=root, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
 def main() -> None:
-    """`python -m tests.llm_server [--delay S]`: serve echo replies in this process (its own GIL) until
+    """`python -m tests.llm_server [--delay S] [--judge]`: serve echo replies (with --judge, well-formed replies
+    to the rag/earag judge prompts, `tests.llm_judges.lenient_judge`) in this process (its own GIL) until
     stdin closes; the first line on stdout is the base URL."""
     import argparse
-    import sys
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--delay", type=float, default=0.0, help="seconds to wait before every reply")
+    p.add_argument("--judge", action="store_true", help="answer the rag/earag judge prompts")
     args = p.parse_args()
-    with LLMServer(delay_s=args.delay) as srv:
+    script: Script = echo
+    if args.judge:
+        from tests.llm_judges import lenient_judge
+
+        script = lenient_judge()
+    with LLMServer(script=script, delay_s=args.delay) as srv:
         print(srv.url, flush=True)
         sys.stdin.read()
         print(f"served {srv.count} requests", file=sys.stderr)

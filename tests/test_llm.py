@@ -177,3 +177,28 @@ def test_a_failed_call_is_not_cached(tmp_path):
             _ask(_client(srv.url), cache=GenCache(tmp_path))
         (r,), _ = _ask(_client(srv.url), cache=GenCache(tmp_path))
     assert (r.text, r.cached, srv.count) == ("ok", False, 2)
+
+
+# ------------------------------------------------------------------ calls allowed to fail (max_errors)
+
+
+def _fail_on_bad(n: int, body: dict):
+    return status(400, "bad") if body["messages"][0]["content"].startswith("bad") else reply("ok")
+
+
+def test_up_to_max_errors_failed_calls_stay_in_their_places():
+    with LLMServer(script=_fail_on_bad) as srv:
+        results, _ = _client(srv.url).complete_all([[Message(role="user", content=q)] for q in ("a", "bad1", "b")], max_errors=1)
+    assert ([type(r).__name__ for r in results], results[2].text) == (["ChatResult", "LLMError", "ChatResult"], "ok")
+
+
+def test_one_failed_call_beyond_max_errors_stops_the_batch():
+    with LLMServer(script=_fail_on_bad) as srv:
+        with pytest.raises(LLMError, match=r"HTTP 400"):
+            _client(srv.url, concurrency=1).complete_all([[Message(role="user", content=q)] for q in ("bad1", "bad2")], max_errors=1)
+
+
+def test_an_auth_error_stops_the_batch_whatever_max_errors():
+    with LLMServer(script=[status(401)]) as srv:
+        with pytest.raises(LLMAuthError):
+            _client(srv.url).complete_all([[Message(role="user", content="q")]], max_errors=5)

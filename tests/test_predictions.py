@@ -156,6 +156,11 @@ def test_integer_context_id_becomes_string() -> None:
     assert c.id == "4"
 
 
+def test_a_context_keeps_its_retriever_score() -> None:
+    c = one({"id": "1", "answer": "", "contexts": [{"text": "T", "score": 2.5}, {"text": "U"}]}).prediction.contexts
+    assert [x.score for x in c] == [2.5, None]
+
+
 def test_citations_items_converted_with_str() -> None:
     assert one({"id": "1", "answer": "a", "citations": [1, "c2"]}).prediction.citations == ["1", "c2"]
 
@@ -223,6 +228,11 @@ def test_context_item_that_is_a_number(tmp_path: Path) -> None:
 def test_context_text_not_a_string(tmp_path: Path) -> None:
     e = load_error(tmp_path, [{"id": "1", "answer": "A", "chunks": [{"text": 5}]}])
     assert (e.where, e.field) == ("line 1", "chunks[0].text")
+
+
+def test_context_score_not_a_number(tmp_path: Path) -> None:
+    e = load_error(tmp_path, [{"id": "1", "answer": "A", "contexts": [{"text": "T", "score": "high"}]}])
+    assert (e.where, e.field) == ("line 1", "contexts[0].score")
 
 
 def test_latency_as_string(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ class Generator(Component):
 
     kind: ClassVar[str] = "generator"
     uses_index: ClassVar[bool] = False  # retrieves from the configured index: the runner sets `index` before `prepare`
+    index_optional: ClassVar[bool] = False  # with uses_index: a recorded (not built) index is no error, `index` stays None
     index: IndexSpec | None = None
 
     def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation | None:

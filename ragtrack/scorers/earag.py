@@ -1,12 +1,13 @@
 """Scorer `earag`: seed 003's entity-aware evaluation of policy and regulation answers (SPEC §4).
 
 Per case, with Q, A the entities of question and answer (`ragtrack.entities`, offline
-extractor) and the known entities (the case's `graph_entities` when given, else the
-retrieved contexts):
+extractor; or the seed's LLM prompt, `earag_llm`) and the known entities (the case's
+`graph_entities` when given, else the retrieved contexts):
 
     entity_coverage = |Q found in the answer| / |Q|          (1 when Q is empty)
     unmatched_ratio = |A not found among the known| / |A|     (0 when A is empty)
-    faithfulness    = max(0, s − unmatched_penalty · unmatched_ratio), s = rag faithfulness (offline)
+    faithfulness    = max(0, s − unmatched_penalty · unmatched_ratio),
+                      s = rag faithfulness (offline) or the seed's llm_score (llm)
     relevancy       = max(0, cos(question, answer))
     sufficiency     = |Q found in the contexts| / |Q|         (1 when Q is empty)
     hallucination   = min(1, (1 − faithfulness) + hallucination_entity_weight · unmatched_ratio)
@@ -17,6 +18,13 @@ entities, low relevance, insufficient context, hallucination risk) plus low fait
 (the seed's `thresholds.faithfulness`), each with a code in `earag/issues`. A case without
 retrieved contexts has no faithfulness, sufficiency, hallucination or overall (NaN, with
 the reason); an empty answer has no faithfulness either.
+
+`backend: llm` asks, per case, the entities of the question and of the answer and the
+answer's `llm_score` (3 requests; 2 without contexts, 1 with an empty answer; identical
+questions once; `earag_llm`). A failed call or an unreadable reply takes the seed's
+fallback (no entities, `llm_score` 0.5), marked in the case's `earag/llm_fallback` (what
+fell back and why) and counted (`earag/llm/fallbacks`, `earag/llm/fallback_rate`); more
+fallbacks than `llm.max_failure_rate` allows fail the run.
 """
 
 from __future__ import annotations
@@ -27,10 +35,12 @@ from collections.abc import Sequence
 
 from pydantic import Field, field_validator
 
-from ragtrack.entities import Entity, EntityExtractor, extract, occurs
+from ragtrack.entities import Entity, extract, occurs
+from ragtrack.scorers import earag_llm
 from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
 from ragtrack.scorers.judge import RagJudge
-from ragtrack.scorers.rag import EmbeddingScorer, RagInputs, SupportParams, aggregate_means, faithfulness
+from ragtrack.scorers.llm_judge import LlmJudge
+from ragtrack.scorers.rag import EmbeddingScorer, Metric, RagInputs, SupportParams, aggregate_means, faithfulness
 from ragtrack.types import CaseScore, EvalCase, ScoreValue
 
 __all__ = ["DIMENSIONS", "EaragParams", "EaragScorer", "dimensions", "level_of"]
@@ -61,6 +71,8 @@ class EaragParams(SupportParams):
     unverified_ratio: float = 0.2  # diagnose unverified entities above this unmatched_ratio
     high_risk_hallucination: float = 0.5
     regenerate_below: float = 0.7  # overall below this: "建议重新生成答案"
+    max_text_length: int = Field(1000, ge=1)  # llm backend: characters of a text shown for entity extraction (the seed's)
+    faithfulness_top_k: int = Field(3, ge=1)  # llm backend: contexts shown for llm_score (the seed's context[:3])
 
     @field_validator("weights", "thresholds")
     @classmethod
@@ -88,11 +100,12 @@ def _share(part: int, whole: int, empty: float) -> float:
 
 
 def dimensions(
-    inp: RagInputs, graph_entities: list[str] | None, judge: RagJudge, p: EaragParams, extract: EntityExtractor = extract
+    inp: RagInputs, graph_entities: list[str] | None, judge: RagJudge, p: EaragParams,
+    q: list[Entity], a: list[Entity], s: Metric, s_column: str,
 ) -> dict[str, ScoreValue]:
-    """Every column of one case (without the `earag/` prefix); `judge` and `extract` are the backend's."""
+    """Every column of one case (without the `earag/` prefix) from the backend's entities of question (`q`) and
+    answer (`a`) and its faithfulness `s` (column `s_column`); `judge` gives the cosine."""
     nan = math.nan
-    q, a = extract(inp.question), extract(inp.answer)
     covered, missing = _found(q, inp.answer)
     context = "\n".join(inp.contexts)
     known = "\n".join(graph_entities) if graph_entities else context
@@ -107,7 +120,6 @@ def dimensions(
     else:
         uncovered, sufficiency = [], nan
         reasons.append("sufficiency, faithfulness, hallucination, overall: no retrieved contexts")
-    s = faithfulness(inp, judge)
     if math.isnan(s.value) and inp.contexts:
         reasons.append(f"faithfulness, hallucination, overall: {s.reason}")
     faith = max(0.0, s.value - p.unmatched_penalty * unmatched) if not math.isnan(s.value) else nan
@@ -122,7 +134,7 @@ def dimensions(
         "level": None if math.isnan(overall) else level_of(overall, p.levels, p.lowest_level),
         **dims,
         "unmatched_ratio": unmatched,
-        "rag_faithfulness": s.value,
+        s_column: s.value,
         "issues": ",".join(issues),
         "diagnosis": "；".join(diagnosis),
         "question_entities": names(q),
@@ -173,6 +185,8 @@ class EaragScorer(EmbeddingScorer):
     name = NAME
     version = "1"
     Params = EaragParams
+    LLM_PROMPTS = earag_llm.PROMPTS
+    LLM_FAILURE = "fallback"
     p: EaragParams
 
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
@@ -184,7 +198,30 @@ class EaragScorer(EmbeddingScorer):
 
     def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
         graph = case.reference.graph_entities if case.reference else None
-        return {f"{NAME}/{k}": v for k, v in dimensions(inp, graph, judge, self.p).items()}
+        if isinstance(judge, LlmJudge):
+            values = self.llm_values(inp, graph, judge)
+        else:
+            values = dimensions(inp, graph, judge, self.p, extract(inp.question), extract(inp.answer),
+                                faithfulness(inp, judge), "rag_faithfulness")
+        return {f"{NAME}/{k}": v for k, v in values.items()}
+
+    def llm_values(self, inp: RagInputs, graph: list[str] | None, judge: LlmJudge) -> dict[str, ScoreValue]:
+        """The columns from the seed's LLM prompts, with `llm_fallback`: each fallback taken and why."""
+        ask, prompts = judge.batch, self.prompts
+        q, q_failed = earag_llm.llm_entities(ask, prompts["entities"], inp.question, "question", self.p.max_text_length)
+        a, a_failed = earag_llm.llm_entities(ask, prompts["entities"], inp.answer, "answer", self.p.max_text_length)
+        s_failed = ""
+        if not inp.answer.strip():
+            s = Metric.nan("empty answer")
+        elif not inp.contexts:
+            s = Metric.nan("no retrieved contexts")
+        else:
+            score, s_failed = earag_llm.llm_score(ask, prompts["faithfulness"], inp.answer, inp.contexts, self.p.faithfulness_top_k)
+            s = Metric(value=score)
+        failed = {"question_entities": q_failed, "answer_entities": a_failed, "llm_score": s_failed}
+        values = dimensions(inp, graph, judge, self.p, q, a, s, "llm_score")
+        values["llm_fallback"] = "; ".join(f"{k}: {why}" for k, why in failed.items() if why)
+        return values
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:

@@ -2,8 +2,10 @@
 
 `RagJudge` is what a backend implements; the scorers compute every formula from its
 answers. `OfflineJudge` is the deterministic backend: embeddings (any `Encoder`), lexical
-coverage and fact tokens. An `llm` backend implements the same decisions with an LLM
-(statement decomposition, support verdicts, relevance) and plugs in here.
+coverage and fact tokens. The `llm` backend (`ragtrack.scorers.llm_judge.LlmJudge`) makes
+the same decisions with an LLM (statement decomposition, support verdicts, relevance); a
+decision it could not get raises `JudgeFailure`, and the metric that needed it is NaN
+with that reason.
 
 Batch use: `prepare(texts)` is given every text a batch will ask about (statements,
 context sentences, questions, answers), so an embedding backend encodes them all in one
@@ -22,7 +24,7 @@ from ragtrack.facts import facts, missing_fact, provided_keys
 from ragtrack.lexical import content_tokens, coverage, split_statements
 from ragtrack.text import norm
 
-__all__ = ["Encoder", "OfflineJudge", "RagJudge", "Verdict"]
+__all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict"]
 
 
 class Verdict(BaseModel):
@@ -33,6 +35,10 @@ class Verdict(BaseModel):
     statement: str
     supported: bool
     reason: str = ""
+
+
+class JudgeFailure(Exception):
+    """A backend could not decide (its LLM call failed, or the reply could not be read): the reason."""
 
 
 class Encoder(Protocol):

@@ -10,10 +10,12 @@
 | answer_correctness | answer ↔ ground-truth answer                 | yes                |
 
 The decisions (statements, support, relevance) come from a backend (`judge.RagJudge`;
-`offline` is `judge.OfflineJudge`); every formula is here. A metric whose inputs are
-missing is NaN with its reason in `rag/not_computed`, left out of the mean and not
-counted in `rag/<metric>_n`. Batch design: every distinct text of the batch is handed to
-the backend once (`prepare`), so the embedding model encodes them in one pass.
+`offline` is `judge.OfflineJudge`, `llm` is `llm_judge.LlmJudge`); every formula is here.
+A metric whose inputs are missing, or whose decision the backend could not get, is NaN
+with its reason in `rag/not_computed`, left out of the mean and not counted in
+`rag/<metric>_n`. Batch design: every distinct text of the batch is handed to the offline
+backend once (`prepare`), so the embedding model encodes them in one pass; the llm backend
+asks every question of the batch in concurrent rounds first (`LlmJudge.prefetch`).
 """
 
 from __future__ import annotations
@@ -21,17 +23,21 @@ from __future__ import annotations
 import json
 import math
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from rapidfuzz import fuzz
 
 from ragtrack.cachedir import cache_root
 from ragtrack.embeddings import DEFAULT_MODEL
 from ragtrack.errors import InputError
+from ragtrack.prompts import Prompt
+from ragtrack.registry import code_sha256
 from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
-from ragtrack.scorers.judge import Encoder, OfflineJudge, RagJudge, Verdict
+from ragtrack.scorers.judge import Encoder, JudgeFailure, OfflineJudge, RagJudge, Verdict
+from ragtrack.scorers.llm_batch import JudgeLLMSettings, LlmBatch, llm_info, load_prompts
+from ragtrack.scorers.llm_judge import PROMPTS as LLM_JUDGE_PROMPTS, LlmJudge
 from ragtrack.text import norm
 from ragtrack.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 
@@ -50,6 +56,7 @@ __all__ = [
     "context_precision",
     "context_recall",
     "context_relevance",
+    "decided",
     "faithfulness",
     "rag_inputs",
 ]
@@ -66,9 +73,10 @@ METRICS = (
 
 
 class SupportParams(ScorerParams):
-    """The offline backend's settings, shared by `rag` and `earag` (conf/scorers/*.yaml document each)."""
+    """The backends' settings, shared by `rag` and `earag` (conf/scorers/*.yaml document each)."""
 
-    backend: Literal["offline"] = "offline"
+    backend: Literal["offline", "llm"] = "offline"
+    llm: JudgeLLMSettings | None = None  # the llm backend's server, decoding and limits
     model: str = DEFAULT_MODEL
     batch_size: int = Field(default=64, ge=1)
     embedding_cache: bool = True
@@ -88,6 +96,12 @@ class SupportParams(ScorerParams):
         except InputError as e:
             raise ValueError(f"{v}: {e.problem}") from None
         return v
+
+    @model_validator(mode="after")
+    def _llm_needs_its_server(self) -> "SupportParams":
+        if self.backend == "llm" and self.llm is None:
+            raise ValueError("backend llm needs the llm block (llm.base_url, llm.model, …)")
+        return self
 
 
 class RagParams(SupportParams):
@@ -248,11 +262,38 @@ def _verdicts_json(verdicts: Sequence[Verdict]) -> str:
 
 
 class EmbeddingScorer(Scorer):
-    """A scorer over `rag` cases that judges with the offline backend: its encoder and its judge."""
+    """A scorer over `rag` cases that judges with a backend: `offline` (its encoder and judge) or `llm`.
+
+    With `backend: llm` the prompt files (`LLM_PROMPTS`) are read when the scorer is built,
+    logged as `llm.<kind>_prompt_sha256` with the `llm` settings, and the batch's metrics
+    carry the backend's question counts (`<name>/llm/…`); more failed questions than
+    `llm.max_failure_rate` allows fail the run (`LlmFailureRateError`).
+    """
 
     section = "reference"
+    LLM_PROMPTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]]
+    LLM_FAILURE: ClassVar[str] = "failure"  # what a question without a usable answer is called in the metrics
     p: SupportParams
     _encoder: Encoder | None = None
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.prompts: dict[str, Prompt] = {}
+        if (llm := self.llm_settings) is not None:
+            self.prompts = load_prompts(llm, self.LLM_PROMPTS, field=f"scorers.{self.name}.llm.prompt_dir")
+
+    @property
+    def llm_settings(self) -> JudgeLLMSettings | None:
+        """The judge's settings when the llm backend judges, else None."""
+        return self.p.llm if self.p.backend == "llm" else None
+
+    @property
+    def info(self) -> ComponentInfo:
+        """Every parameter; the `llm` block (flat, with the prompts' sha256) only when the llm backend judges."""
+        params: dict[str, Any] = self.p.model_dump(exclude={"llm"})
+        if (llm := self.llm_settings) is not None:
+            params.update(llm_info(llm, self.prompts))
+        return ComponentInfo(name=self.name, version=self.version, params=params, code_sha256=code_sha256(type(self)))
 
     def use_encoder(self, encoder: Encoder) -> "EmbeddingScorer":
         """Score with this encoder instead of the configured model (tests inject a fake one)."""
@@ -268,13 +309,15 @@ class EmbeddingScorer(Scorer):
         return self._encoder
 
     def judge(self) -> RagJudge:
-        return OfflineJudge(
+        offline = OfflineJudge(
             self.encoder(),
             support_threshold=self.p.support_threshold,
             lexical_threshold=self.p.lexical_threshold,
             sources_lexical_threshold=self.p.sources_lexical_threshold,
             relevance_cosine_weight=self.p.relevance_cosine_weight,
         )
+        llm = self.llm_settings
+        return offline if llm is None else LlmJudge(LlmBatch(llm, self.name), self.prompts, offline)
 
     def scored_info(self) -> ComponentInfo:
         """`info` plus the embedding model's identity (name and weights sha256) once it is known."""
@@ -284,13 +327,26 @@ class EmbeddingScorer(Scorer):
         return self.info.model_copy(update={"provenance": {"embedding_model": identity.name, "embedding_model_sha256": identity.sha256}})
 
     def score(self, batch: Batch) -> ScorerOutput:
-        """Every distinct text of the batch's `rag` cases is embedded in one call, then each case is scored."""
+        """Every distinct text of the batch's `rag` cases is embedded in one call (the llm backend first asks
+        every question of the batch), then each case is scored."""
         judge = self.judge()
         cases = [(c, rag_inputs(c, p)) for c, p in zip(batch.cases, batch.predictions, strict=True) if c.reference is not None]
-        judge.prepare(set().union(*(self.texts_of(inp, judge) for _, inp in cases)))
-        rows = [CaseScore(case_id=c.id, values=self.case_values(c, inp, judge)) for c, inp in cases]
+
+        def evaluate() -> list[CaseScore]:
+            return [CaseScore(case_id=c.id, values=self.case_values(c, inp, judge)) for c, inp in cases]
+
+        if isinstance(judge, LlmJudge):
+            judge.prefetch(evaluate)
+        else:
+            judge.prepare(set().union(*(self.texts_of(inp, judge) for _, inp in cases)))
+        rows = evaluate()
         metrics = self.aggregate(rows)
-        return ScorerOutput(info=self.scored_info(), cases=rows, metrics=metrics, report_md=self.report(rows, metrics))
+        report = self.report(rows, metrics)
+        if isinstance(judge, LlmJudge):
+            metrics.update(judge.batch.metrics(self.name, self.LLM_FAILURE))
+            report += llm_report(judge.batch, metrics, self.name, self.LLM_FAILURE)
+            judge.batch.check()
+        return ScorerOutput(info=self.scored_info(), cases=rows, metrics=metrics, report_md=report)
 
     @abstractmethod
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
@@ -316,6 +372,7 @@ class RagScorer(EmbeddingScorer):
     name = NAME
     version = "1"
     Params = RagParams
+    LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams
 
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
@@ -337,14 +394,31 @@ class RagScorer(EmbeddingScorer):
 
     def metrics_of(self, inp: RagInputs, judge: RagJudge) -> dict[str, Metric]:
         return {
-            "faithfulness": faithfulness(inp, judge),
-            "context_relevance": context_relevance(inp, judge),
-            "context_recall": context_recall(inp, judge),
+            "faithfulness": decided(faithfulness, inp, judge),
+            "context_relevance": decided(context_relevance, inp, judge),
+            "context_recall": decided(context_recall, inp, judge),
             "context_precision": context_precision(inp, self.p.match_ratio, self.p.match_scorer),
-            "answer_relevancy": answer_relevancy(inp, judge),
-            "answer_correctness": answer_correctness(inp, judge, self.p.correctness_f1_weight),
+            "answer_relevancy": decided(answer_relevancy, inp, judge),
+            "answer_correctness": decided(answer_correctness, inp, judge, self.p.correctness_f1_weight),
         }
 
+
+
+def llm_report(batch: LlmBatch, metrics: dict[str, float], name: str, failure: str) -> str:
+    """The llm backend's lines of the report: judge, questions, failures and the first reasons."""
+    m = lambda k: int(metrics[f"{name}/llm/{k}"])  # noqa: E731
+    lines = ["", f"LLM backend: `{batch.s.model}` at `{batch.client.endpoint}`; {m('questions')} questions "
+             f"({m('requests')} requests, {m('cache_hits')} answers from the cache), {m(failure + 's')} {failure}s."]
+    lines += [f"- {reason}" for reason in batch.failures[:10]]
+    return "\n".join(lines) + "\n"
+
+
+def decided(metric: Callable[..., Metric], *args: Any) -> Metric:
+    """`metric(*args)`, or NaN with the reason when the backend could not decide (`JudgeFailure`)."""
+    try:
+        return metric(*args)
+    except JudgeFailure as e:
+        return Metric.nan(f"llm {e}")
 
 
 def columns(m: dict[str, Metric]) -> dict[str, ScoreValue]:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragtrack.errors import InputError
 from ragtrack.gencache import open_cache
 from ragtrack.llm import LLMClient, LLMSettings, Message
-from ragtrack.prompts import fill, format_context, load_prompt
+from ragtrack.prompts import defuse, fill, format_context, load_prompt
 from ragtrack.scorers.base import Batch, Scorer, mean_or_nan, register_scorer
 from ragtrack.types import CaseScore, ComponentInfo, ScorerOutput, ScoreValue
 
@@ -47,7 +47,7 @@ PLACEHOLDERS = ("question", "context", "answer")
 PURE_LLM_CONTEXT = "無參考文獻 (Pure LLM Mode)"  # the seed's documents text when there are none
 WEIGHTS = {"accuracy": 0.5, "completeness": 0.3, "clarity": 0.2}
 _TEXTS = ("analysis", "reason", "suggestion")
-_TAG = re.compile(r"<\s*/?\s*(?:question|documents|answer_under_test)\s*>", re.IGNORECASE)
+_TAGS = ("question", "documents", "answer_under_test")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*(.*?)```", re.DOTALL)
 
 
@@ -80,7 +80,7 @@ class Verdict(BaseModel):
 
 def as_data(text: str) -> str:
     """`text` with every delimiter tag of the judge prompt defused (`<answer_under_test>` → `＜answer_under_test＞`)."""
-    return _TAG.sub(lambda m: m.group(0).replace("<", "＜").replace(">", "＞"), text)
+    return defuse(text, _TAGS)
 
 
 def _score(value: Any) -> float | None:

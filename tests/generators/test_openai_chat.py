@@ -12,8 +12,11 @@ from ragtrack.generators import build_generator
 from ragtrack.hydra_app import execute
 from ragtrack.llm import LLMAuthError, LLMError
 from ragtrack.runner import run
-from ragtrack.types import ContextChunk, EvalCase
+from ragtrack.index.build import index_spec, open_index
+from ragtrack.index.retriever import Retriever
+from ragtrack.types import EvalCase
 from tests.conftest import make_config
+from tests.index.corpus import index_config, write_corpus
 from tests.llm_server import LLMServer, raw, reply, status
 from tests.processes import runs
 
@@ -49,13 +52,46 @@ def test_only_the_kept_cases_are_asked(tmp_path):
     assert ([p.case_id for p in gen.predictions], srv.count) == (["b"], 1)
 
 
-def test_a_retriever_fills_context_and_predictions(tmp_path):
-    gen = build_generator("openai", _params("http://127.0.0.1:1/v1", tmp_path))
-    gen.retriever = lambda case: [ContextChunk(text=f"chunk for {case.id}", source_path="doc.md")]
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    return index_spec(index_config(write_corpus(tmp_path_factory.mktemp("corpus")), size=70))
+
+
+def _over_index(spec, url: str, tmp_path, cases: list[EvalCase], **extra):
+    gen = build_generator("openai", _params(url, tmp_path, **extra))
+    gen.index = spec
+    return gen.generate(cases, "{{context}}\n---\n{{question}}").predictions
+
+
+def test_over_an_index_the_retrieved_chunks_are_in_the_prompt(spec, tmp_path):
+    question = "账户被锁定多久？"
     with LLMServer() as srv:
-        gen.p = gen.p.model_copy(update={"base_url": srv.url})
-        p = gen.generate(CASES[:1], "{{context}} | {{question}}").predictions[0]
-    assert (p.answer, p.contexts[0].source_path) == ("ECHO [doc.md]\nchunk for a | Q-a?", "doc.md")
+        _over_index(spec, srv.url, tmp_path, [EvalCase(id="z", question=question)], top_k=2, retrieval="hybrid")
+    hits = Retriever(open_index(spec)).search([question], 2, "hybrid")[0]
+    shown = "\n\n".join(f"[{h.chunk.source_path}]\n{h.chunk.text}" for h in hits)
+    assert srv.bodies()[0]["messages"][0]["content"] == f"{shown}\n---\n{question}"
+
+
+def test_over_an_index_the_predictions_carry_the_chunks_with_their_scores(spec, tmp_path):
+    question = "How much can I spend on a hotel per night?"
+    with LLMServer() as srv:
+        (p,) = _over_index(spec, srv.url, tmp_path, [EvalCase(id="h", question=question)])
+    hits = Retriever(open_index(spec)).search([question], 3, "bm25")[0]
+    assert [c.model_dump() for c in p.contexts] == [
+        {"text": h.chunk.text, "source_path": h.chunk.source_path, "id": h.chunk.id, "score": h.score} for h in hits]
+
+
+def test_without_an_index_nothing_is_retrieved(tmp_path):
+    with LLMServer() as srv:
+        p = build_generator("openai", _params(srv.url, tmp_path)).generate(CASES[:1], "{{context}}|{{question}}").predictions[0]
+    assert (p.contexts, srv.bodies()[0]["messages"][0]["content"]) == ([], "|Q-a?")
+
+
+def test_over_an_index_a_template_without_context_is_an_input_error(spec, tmp_path):
+    gen = build_generator("openai", _params("http://127.0.0.1:1/v1", tmp_path))
+    gen.index = spec
+    with pytest.raises(InputError, match=r"config: prompt\.path: the prompt template has no \{\{context\}\} placeholder"):
+        gen.prepare(CASES, "Q: {{question}}")
 
 
 def test_run_metrics_count_cache_hits_and_misses(demo_files):
