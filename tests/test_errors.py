@@ -14,6 +14,7 @@ import ragtrack
 from ragtrack.devserver import ComponentError
 from ragtrack.errors import InputError, RunNotEnded
 from ragtrack.llm import LLMAuthError, LLMError, _Retryable
+from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.scorers.llm_batch import LlmFailureRateError, ReplyError
 from ragtrack.scorers.rubric_judge import JudgeParseError
 from ragtrack.termination import Terminated
@@ -29,6 +30,7 @@ EXAMPLES: dict[type[BaseException], BaseException] = {
     ComponentError: ComponentError("postgresql", "initdb failed: exit 1"),
     JudgeParseError: JudgeParseError("rubric_judge: 3 of 10 replies unreadable"),
     ReplyError: ReplyError("no JSON in the reply"),
+    JudgeFailure: JudgeFailure("llm: unreadable reply: no JSON in the reply"),
     LlmFailureRateError: LlmFailureRateError("rag: 3 of 10 judge questions got no usable answer (max 10%)"),
 }
 
