@@ -39,7 +39,7 @@ from pydantic import Field
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
 from ragtrack.index.chunker import Span, sentence_spans
 from ragtrack.text import terms
-from ragtrack.types import ContextChunk, EvalCase, Generation, Prediction
+from ragtrack.types import EvalCase, Generation, Prediction
 
 if TYPE_CHECKING:
     from ragtrack.index.retriever import Hit, Retriever
@@ -97,7 +97,7 @@ class ExtractiveGenerator(Generator):
         return Generation(predictions=[self._answer(c, hs, retriever, files) for c, hs in zip(todo, hits, strict=True)])
 
     def _answer(self, case: EvalCase, hits: list[Hit], retriever: Retriever, files: dict[str, _File]) -> Prediction:
-        contexts = [ContextChunk(text=h.chunk.text, source_path=h.chunk.source_path, id=h.chunk.id) for h in hits]
+        contexts = [h.context() for h in hits]
         quotes = self._quotes(case.question, hits, retriever, files)
         if not quotes:
             return Prediction(case_id=case.id, answer=self.p.refusal, contexts=contexts, citations=[])

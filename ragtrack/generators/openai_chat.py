@@ -65,8 +65,7 @@ class OpenAIChatGenerator(Generator):
         from ragtrack.index.retriever import Retriever
 
         hits = Retriever(open_index(self.index)).search([c.question for c in cases], self.p.top_k, self.p.retrieval)
-        return [[ContextChunk(text=h.chunk.text, source_path=h.chunk.source_path, id=h.chunk.id, score=h.score) for h in hs]
-                for hs in hits]
+        return [[h.context() for h in hs] for hs in hits]
 
     def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
         chosen = [c for c in cases if keep is None or c.id in keep]

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack.index.build import Chunk, Index
 from ragtrack.text import terms
+from ragtrack.types import ContextChunk
 
 __all__ = ["BM25", "Hit", "Mode", "Retriever"]
 
@@ -38,6 +39,10 @@ class Hit(BaseModel):
     chunk: Chunk
     rank: int
     score: float
+
+    def context(self) -> ContextChunk:
+        """The hit as a prediction's retrieved context: text, source, chunk id and score."""
+        return ContextChunk(text=self.chunk.text, source_path=self.chunk.source_path, id=self.chunk.id, score=self.score)
 
 
 class BM25:

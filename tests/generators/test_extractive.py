@@ -83,7 +83,7 @@ def test_the_best_covering_sentence_comes_first(spec):
 def test_contexts_are_the_retrieved_chunks(spec):
     (pred,) = generate(spec, [rag_case(0, QUESTIONS[2])], top_k=2)
     hits = Retriever(open_index(spec)).search([QUESTIONS[2]], 2, "bm25")[0]
-    assert [(c.id, c.source_path, c.text) for c in pred.contexts] == [(h.chunk.id, h.chunk.source_path, h.chunk.text) for h in hits]
+    assert [(c.id, c.source_path, c.text, c.score) for c in pred.contexts] == [(h.chunk.id, h.chunk.source_path, h.chunk.text, h.score) for h in hits]
 
 
 def test_the_same_questions_give_identical_answers(spec):
