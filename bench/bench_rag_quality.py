@@ -1,6 +1,6 @@
 """Pairwise accuracy of the `rag` and `earag` metrics on the hand-written dev set (bench/rag_pairs/).
 
-    python bench/bench_rag_quality.py [--split tune|holdout|all] [--show-misses] [--param rag.support_threshold=0.8 ...]
+    python bench/bench_rag_quality.py [--split tune|holdout|blind|all] [--show-misses] [--param rag.support_threshold=0.8 ...]
 
 For each metric, each pair has a better and a worse side that a careful reader tells
 apart (bench/rag_pairs/README.md says how the sides are built from each topic). A pair
@@ -143,7 +143,7 @@ def _params(items: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--split", default="all", choices=["tune", "holdout", "all"])
+    ap.add_argument("--split", default="all", choices=["tune", "holdout", "blind", "all"])
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--param", action="append", default=[], help="scorer.param=JSON value, e.g. rag.support_threshold=0.8")
     args = ap.parse_args()

@@ -35,6 +35,11 @@ SAME = [
     ("5到10天", "5-10 days", ["5-10d"]),
     ("between 5 and 10 days", "5 to 10 days", ["5-10d"]),
     ("500毫克", "500 mg", ["500mg"]),
+    ("100 millilitres", "100 ml", ["100ml"]),  # every metric unit spelled out too, in both spellings
+    ("100毫升", "100 milliliters", ["100ml"]),
+    ("500 milligrams", "500毫克", ["500mg"]),
+    ("30 centimetres", "30厘米", ["30cm"]),
+    ("16 gigabytes", "16 GB", ["16gb"]),
     ("《中华人民共和国公司法》", "《中华人民共和国 公司法》", ["《中华人民共和国公司法》"]),
 ]
 
