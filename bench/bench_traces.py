@@ -1,13 +1,15 @@
 """Per-case traces: the time to write 1,000 cases × 10 assessments to SQLite, every one counted back.
 
-    python bench/bench_traces.py [--cases 1000] [--subscores 10] [--repeat 3] [--run]
+    python bench/bench_traces.py [--cases 1000] [--subscores 10] [--repeat 3] [--run] [--server]
 
 Part 1 writes `--cases` traces (a root span and a retriever span each, `--subscores`
 assessments with a rationale each) through `ragtrack.tracking.traces.log_case_traces`
 into a run of an existing SQLite store (WAL, as ragtrack opens it), then reads every
 trace of the run back and counts traces and assessments: the figures count only if all
 of them landed. Best of `--repeat`, with wall and CPU time and the load average (the
-machine is shared: wall time under load is no measure of the code).
+machine is shared: wall time under load is no measure of the code). `--server` writes to
+`mlflow server --workers 2` on PostgreSQL with artifacts in moto's S3, started on
+127.0.0.1 (`ragtrack.devserver`), instead: one HTTP request per trace, several in flight.
 Part 2 (`--run`) times the logging of a real 1,000-case run (both scorers, ~18
 per-case columns) with traces and without (`tracking.traces_max_cases=0`): the extra
 a run pays for its traces. Target (issue #8): ≤ 15 s extra for 1,000 cases × 10 subscores.
@@ -20,6 +22,8 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,13 +49,44 @@ def _cases(n: int, subscores: int):
     ]
 
 
-def write_and_count(tmp: Path, n: int, subscores: int, repeat: int) -> None:
+@contextmanager
+def sqlite_store(tmp: Path) -> Iterator[tuple[str, str]]:
+    """An existing SQLite store (WAL, as ragtrack opens it): (uri, artifact location)."""
     from ragtrack.tracking.session import connect
-    from ragtrack.tracking.traces import count_run_traces, log_case_traces
 
     uri = f"sqlite:///{tmp / 'traces.db'}"
-    client = connect(uri)  # creates and migrates the store, in WAL mode
-    exp = client.create_experiment("bench-traces", artifact_location=(tmp / "artifacts").as_uri())
+    connect(uri)  # creates and migrates the store
+    yield uri, (tmp / "artifacts").as_uri()
+
+
+@contextmanager
+def server_store(tmp: Path) -> Iterator[tuple[str, str | None]]:
+    """`mlflow server --workers 2` on PostgreSQL with artifacts in moto's S3, on 127.0.0.1 (`ragtrack.devserver`)."""
+    from ragtrack.devserver import MotoS3, Postgres, TrackingServer
+
+    pg, s3 = Postgres(), MotoS3(tmp)
+    server = None
+    try:
+        pg.start()
+        s3.start()
+        s3.create_bucket("bench")
+        server = TrackingServer(tmp, pg.create_database("mlflow"), "s3://bench/artifacts", s3.endpoint)
+        server.start()
+        yield server.url, None
+    finally:
+        if server is not None:
+            server.stop()
+        s3.stop()
+        pg.stop()
+
+
+def write_and_count(uri: str, artifacts: str | None, where: str, n: int, subscores: int, repeat: int) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from ragtrack.tracking.traces import count_run_traces, log_case_traces
+
+    client = MlflowClient(uri)
+    exp = client.create_experiment("bench-traces", artifact_location=artifacts)
     cases = _cases(n, subscores)
     best = None
     for i in range(repeat):
@@ -67,7 +102,7 @@ def write_and_count(tmp: Path, n: int, subscores: int, repeat: int) -> None:
         best = trial if best is None or trial[0] < best[0] else best
         client.set_terminated(run_id)
     load = os.getloadavg()
-    print(f"{n} cases × {subscores} assessments, existing SQLite store (best of {repeat}; load average {load[0]:.1f}):")
+    print(f"{n} cases × {subscores} assessments, {where} (best of {repeat}; load average {load[0]:.1f}):")
     print(f"  write      {best[0]:7.2f} s wall, {best[1]:6.2f} s CPU  ({1000 * best[0] / n:.1f} ms per case)")
     print(f"  read back  {best[2]:7.2f} s: {n} traces and {n * subscores} assessments, all landed, in every trial")
 
@@ -111,9 +146,12 @@ def main() -> None:
     ap.add_argument("--subscores", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--run", action="store_true", help="also time a real run's logging with and without traces")
+    ap.add_argument("--server", action="store_true", help="write to a local mlflow server (PostgreSQL + moto S3) instead of SQLite")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        write_and_count(Path(d), args.cases, args.subscores, args.repeat)
+        store, where = (server_store, "mlflow server on PostgreSQL") if args.server else (sqlite_store, "existing SQLite store")
+        with store(Path(d)) as (uri, artifacts):
+            write_and_count(uri, artifacts, where, args.cases, args.subscores, args.repeat)
         if args.run:
             real_run(Path(d), args.cases, args.repeat)
 

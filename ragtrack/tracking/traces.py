@@ -25,6 +25,7 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from mlflow.entities import AssessmentSource, Feedback, Span, TraceInfo, TraceLocation, TraceState
@@ -40,11 +41,13 @@ from mlflow.tracing.constant import (
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.case_traces import CaseTrace
+from ragtrack.tracking.remote import is_http
 
 __all__ = ["CASE_ID_KEY", "SPAN_BATCH", "TraceCounts", "count_run_traces", "log_case_traces", "request_preview"]
 
 CASE_ID_KEY = "ragtrack.case_id"  # trace metadata: the case's id in the eval set
 SPAN_BATCH = 500  # spans per log_spans call (one database session each)
+REMOTE_WORKERS = 4  # start_trace requests in flight at once against a tracking server
 _SCHEMA_VERSION = "3"  # mlflow.trace_schema.version of the traces MLflow itself writes
 
 
@@ -148,16 +151,19 @@ def log_case_traces(uri: str, experiment_id: str, run_id: str, cases: Sequence[C
     """
     client = TracingClient(uri)
     now_ms = int(time.time() * 1000)
-    spans: list[Span] = []
-    n_assessments = 0
-    for i, case in enumerate(cases):
-        info, case_spans = _entities(case, experiment_id, run_id, now_ms + i)
-        client.start_trace(info)
-        spans += case_spans
-        n_assessments += len(info.assessments)
+    built = [_entities(case, experiment_id, run_id, now_ms + i) for i, case in enumerate(cases)]
+    infos = [info for info, _ in built]
+    if is_http(uri):  # one HTTP request per trace: several in flight hide the round trips
+        with ThreadPoolExecutor(REMOTE_WORKERS, thread_name_prefix="ragtrack-traces") as pool:
+            for _ in pool.map(client.start_trace, infos):  # an error raises here, once the others are done
+                pass
+    else:  # a local database: one writer at a time whatever the threads (measured, /work/shared/notes)
+        for info in infos:
+            client.start_trace(info)
+    spans = [span for _, case_spans in built for span in case_spans]
     for start in range(0, len(spans), SPAN_BATCH):
         client.log_spans(experiment_id, spans[start : start + SPAN_BATCH])
-    return TraceCounts(traces=len(cases), assessments=n_assessments)
+    return TraceCounts(traces=len(cases), assessments=sum(len(info.assessments) for info in infos))
 
 
 def count_run_traces(uri: str, experiment_id: str, run_id: str) -> TraceCounts:
