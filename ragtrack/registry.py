@@ -7,6 +7,8 @@ gets logged: name, version and every parameter, defaults included.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import inspect
 import sys
 from abc import ABC
@@ -21,21 +23,67 @@ from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ComponentInfo
 
-__all__ = ["Component", "Params", "Registry", "code_sha256"]
+__all__ = ["Component", "Params", "Registry", "code_modules", "code_sha256"]
 
 
 @cache
 def code_sha256(cls: type) -> str:
-    """sha256 of the source of the module that defines `cls` (its file's bytes).
+    """sha256 of the source the component's behaviour comes from: the module defining `cls` and
+    every module of its package it imports (`code_modules`), as sorted `module sha256` lines.
 
     Logged with every run (`scorer/<name>/code_sha256`), so that an audit can tell whether
-    the installed code of a component is the code that produced a score.
+    the installed code of a component is the code that produced a score, a change in a
+    helper such as `text.py` or `facts.py` included.
     """
-    module = sys.modules[cls.__module__]
+    files = code_modules(cls.__module__)
+    if not files:  # no source file (e.g. defined interactively): the source inspect can find
+        return sha256_bytes(inspect.getsource(sys.modules[cls.__module__]).encode("utf-8"))
+    return sha256_bytes("".join(f"{name} {sha256_bytes(path.read_bytes())}\n" for name, path in sorted(files.items())).encode())
+
+
+def code_modules(module: str) -> dict[str, Path]:
+    """`module` and, transitively, the modules of its top-level package it imports: every import
+    in `module` itself (lazy ones too), the module-level imports of the others (a registry's
+    lazy import of every built-in component is not a dependency). Module name -> source file."""
+    package = module.partition(".")[0]
+    found: dict[str, Path] = {}
+    todo = [(module, False)]
+    while todo:
+        name, top_level_only = todo.pop()
+        if name in found or (path := _source(name)) is None:
+            continue
+        found[name] = path
+        tree = ast.parse(path.read_bytes(), str(path))
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in tree.body if top_level_only else ast.walk(tree):
+            for imported in _imports(node, here):
+                if imported == package or imported.startswith(package + "."):
+                    todo.append((imported, True))
+    return found
+
+
+def _imports(node: ast.AST, here: str) -> list[str]:
+    """The modules an import statement may load (`from a import b`: `a` and `a.b`, which may be a module)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        parts = here.split(".")[: len(here.split(".")) - node.level + 1]
+        base = ".".join([*parts, *([node.module] if node.module else [])])
+    return [base, *(f"{base}.{a.name}" for a in node.names)]
+
+
+def _source(module: str) -> Path | None:
+    """The source file of an importable module (its parent packages get imported); None for anything else."""
     try:
-        return sha256_bytes(Path(inspect.getfile(module)).read_bytes())
-    except (OSError, TypeError):  # no source file (e.g. defined interactively): the source inspect can find
-        return sha256_bytes(inspect.getsource(module).encode("utf-8"))
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # not a module (an attribute imported by name), or __main__
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin)
 
 
 class Params(BaseModel):

@@ -42,11 +42,8 @@ def test_scorer_that_applies_to_no_case_is_an_error_naming_it_and_the_files() ->
 
 
 @pytest.mark.parametrize("name", ["eval_json_v2", "refusal_citation"])
-def test_scorer_info_carries_the_sha256_of_its_module_source(name: str) -> None:
-    import inspect
-    import sys
-
-    from ragtrack.hashing import sha256_file
+def test_scorer_info_carries_the_code_hash_of_its_module_and_what_it_imports(name: str) -> None:
+    from ragtrack.registry import code_sha256
 
     scorer = build_scorer(name)
-    assert scorer.info.code_sha256 == sha256_file(inspect.getfile(sys.modules[type(scorer).__module__]))
+    assert scorer.info.code_sha256 == code_sha256(type(scorer))
