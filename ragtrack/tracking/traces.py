@@ -10,8 +10,8 @@ source `CODE <scorer>@<version>` and `mlflow.assessment.sourceRunId`, as
 
 How they are written, and why (measured, bench/bench_traces.py; /work/shared/notes):
 the trace entities are built here and written synchronously through the tracing client,
-one `start_trace(info)` per case carrying its assessments, then the spans in batches
-(`log_spans`). MLflow's own paths are slower (`mlflow.genai.evaluate` ~100 s for 1,000
+one `start_trace(info)` per case carrying its assessments (against a tracking server,
+`REMOTE_WORKERS` requests in flight), then the spans in batches (`log_spans`). MLflow's own paths are slower (`mlflow.genai.evaluate` ~100 s for 1,000
 cases) or lose data: the fluent `start_span` + `log_feedback` loop exports traces on a
 background queue, which drops traces when it overflows and makes `log_feedback` fail
 with "Trace … not found" while a trace is still queued. Nothing here is asynchronous:
@@ -157,7 +157,7 @@ def log_case_traces(uri: str, experiment_id: str, run_id: str, cases: Sequence[C
         with ThreadPoolExecutor(REMOTE_WORKERS, thread_name_prefix="ragtrack-traces") as pool:
             for _ in pool.map(client.start_trace, infos):  # an error raises here, once the others are done
                 pass
-    else:  # a local database: one writer at a time whatever the threads (measured, /work/shared/notes)
+    else:  # a local database writes one trace at a time: threads did not help there (measured)
         for info in infos:
             client.start_trace(info)
     spans = [span for _, case_spans in built for span in case_spans]
