@@ -145,7 +145,7 @@ def _config(run: LoggedRun, archive: ArchivedRun) -> tuple[list[Check], RunConfi
 
 
 def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
-    from ragtrack.registry import code_sha256
+    from ragtrack.registry import code_sha256, module_sha256
     from ragtrack.scorers.base import get_scorer_class
 
     out = []
@@ -162,9 +162,13 @@ def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
         problems = []
         if cls.version != version:
             problems.append(f"logged v{version}, installed v{cls.version}")
-        if code is not None and code != installed:
-            problems.append(f"logged code sha256 {_short(code)}, installed {_short(installed)}")
         code_note = f"code sha256 {_short(installed)}" if code is not None else "code hash not logged by this run"
+        if code is not None and code != installed:
+            if code == module_sha256(cls):  # logged before the hash covered imported modules
+                code_note = (f"code sha256 {_short(code)} of its module alone (this run predates hashes of the modules "
+                             "it imports: those are proven only by the re-score)")
+            else:
+                problems.append(f"logged code sha256 {_short(code)}, installed {_short(installed)}")
         out.append(_check(name, not problems, f"v{version} installed, {code_note}", "; ".join(problems)))
     return out
 

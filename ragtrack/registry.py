@@ -23,7 +23,7 @@ from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ComponentInfo
 
-__all__ = ["Component", "Params", "Registry", "code_modules", "code_sha256"]
+__all__ = ["Component", "Params", "Registry", "code_modules", "code_sha256", "module_sha256"]
 
 
 @cache
@@ -39,6 +39,12 @@ def code_sha256(cls: type) -> str:
     if not files:  # no source file (e.g. defined interactively): the source inspect can find
         return sha256_bytes(inspect.getsource(sys.modules[cls.__module__]).encode("utf-8"))
     return sha256_bytes("".join(f"{name} {sha256_bytes(path.read_bytes())}\n" for name, path in sorted(files.items())).encode())
+
+
+def module_sha256(cls: type) -> str | None:
+    """sha256 of the one file defining `cls`: the code hash runs logged before it covered imported modules."""
+    path = _source(cls.__module__)
+    return sha256_bytes(path.read_bytes()) if path is not None else None
 
 
 def code_modules(module: str) -> dict[str, Path]:
