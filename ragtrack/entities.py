@@ -30,7 +30,10 @@ common words, which character n-grams cannot. Its prefix-dictionary cache is wri
 (the rule of SPEC §3); a name when its normalised form (§0 `norm`) is contained in the
 normalised text; a term when it is contained whole, or when at least half of its pieces
 (`jieba.cut_for_search`, words of two or more characters) are: Chinese abbreviates and
-reorders compounds (税收优惠政策 ↔ 所得税减免、增值税优惠等政策).
+reorders compounds (税收优惠政策 ↔ 所得税减免、增值税优惠等政策). A name that came from
+elsewhere (an LLM's extraction) with `parts` (`extract` of the name) also occurs when every
+part does: `第十九条` then occurs in `第19条`, and `《劳动合同法》第十九条` in a text that
+cites `《劳动合同法》` and `第19条`.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class Entity(BaseModel):
     kind: EntityKind
     fact: Fact | None = None
     pieces: tuple[str, ...] = ()  # a term's search-mode pieces (normalised)
+    parts: tuple[Entity, ...] = ()  # a name from elsewhere (an LLM): the entities `extract` finds in it
 
 
 # ------------------------------------------------------------------ English names
@@ -219,6 +223,8 @@ def occurs(entity: Entity, text: str) -> bool:
         return missing_fact([entity.fact], t.norm, t.keys) is None
     if entity.key in t.norm:
         return True
+    if entity.parts:
+        return all(occurs(p, text) for p in entity.parts)
     if entity.kind == "term" and entity.pieces:
         return 2 * sum(p in t.norm for p in entity.pieces) >= len(entity.pieces)
     return False

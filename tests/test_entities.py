@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.entities import extract, occurs
+from ragtrack.entities import Entity, extract, occurs
+from ragtrack.text import norm
 
 
 def _texts(text: str) -> list[str]:
@@ -73,3 +74,17 @@ def test_jieba_caches_under_the_ragtrack_cache_dir_and_logs_nothing(tmp_path: Pa
     assert (proc.returncode, proc.stdout.strip(), proc.stderr) == (0, "1", "")
     assert [p.name for p in (tmp_path / "cache" / "jieba").iterdir()] == ["jieba.cache"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tmp"] and not any((tmp_path / "tmp").iterdir())
+
+
+def _llm_name(name: str) -> Entity:
+    """A name as the llm backend makes it from an extracted string."""
+    return Entity(text=name, key=norm(name).strip('《》"'), kind="name", parts=extract(name))
+
+
+@pytest.mark.parametrize(("name", "text"), [("第十九条", "根据第19条规定"), ("《劳动合同法》第十九条", "《劳动合同法》规定，见第19条")])
+def test_a_name_from_elsewhere_occurs_when_each_entity_in_it_does(name: str, text: str) -> None:
+    assert occurs(_llm_name(name), text)
+
+
+def test_a_name_from_elsewhere_does_not_occur_when_one_entity_in_it_is_missing() -> None:
+    assert not occurs(_llm_name("北京市住房公积金管理中心"), "上海市住房公积金管理中心")

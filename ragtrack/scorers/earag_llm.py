@@ -4,7 +4,9 @@
   characters (the seed's `text[:1000]`) and its role (`question`, `answer`) → a JSON
   array of strings. Each string is a name entity (`entities.Entity`, kind `name`, key its
   §0 `norm` without 《》 or quotes; repeated keys dropped), so it is found in a text when
-  its key is contained in the text's `norm` (§4's matching rule). An empty text is not asked.
+  its key is contained in the text's `norm` (§4's matching rule), or when every entity the
+  offline extractor finds in the string occurs there (`第十九条` in `第19条`). An empty text
+  is not asked.
 - Faithfulness (`earag_faithfulness_v1.md`, the seed's prompt): the first `faithfulness_top_k`
   (the seed's 3) contexts joined by newlines, and the answer → one number, the seed's
   `llm_score`, clamped to 0..1 as the seed does.
@@ -19,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ragtrack.entities import Entity
+from ragtrack.entities import Entity, extract
 from ragtrack.prompts import Prompt, fill_as_data
 from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.scorers.llm_batch import LlmBatch, ReplyError, read_json
@@ -70,7 +72,7 @@ def llm_entities(batch: LlmBatch, prompt: Prompt, text: str, role: str, max_char
     for name in names:
         key = norm(name).strip('《》"')
         if key:
-            found.setdefault(key, Entity(text=name, key=key, kind="name"))
+            found.setdefault(key, Entity(text=name, key=key, kind="name", parts=extract(name)))
     return list(found.values()), ""
 
 
