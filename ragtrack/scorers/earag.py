@@ -40,7 +40,7 @@ from ragtrack.scorers import earag_llm
 from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
 from ragtrack.scorers.judge import RagJudge
 from ragtrack.scorers.llm_judge import LlmJudge
-from ragtrack.scorers.rag import EmbeddingScorer, Metric, RagInputs, SupportParams, aggregate_means, faithfulness
+from ragtrack.scorers.rag import NO_ANSWER, NO_CONTEXTS, EmbeddingScorer, Metric, RagInputs, SupportParams, aggregate_means, faithfulness
 from ragtrack.types import CaseScore, EvalCase, ScoreValue
 
 __all__ = ["DIMENSIONS", "EaragParams", "EaragScorer", "dimensions", "level_of"]
@@ -212,9 +212,9 @@ class EaragScorer(EmbeddingScorer):
         a, a_failed = earag_llm.llm_entities(ask, prompts["entities"], inp.answer, "answer", self.p.max_text_length)
         s_failed = ""
         if not inp.answer.strip():
-            s = Metric.nan("empty answer")
+            s = Metric.nan(NO_ANSWER)
         elif not inp.contexts:
-            s = Metric.nan("no retrieved contexts")
+            s = Metric.nan(NO_CONTEXTS)
         else:
             score, s_failed = earag_llm.llm_score(ask, prompts["faithfulness"], inp.answer, inp.contexts, self.p.faithfulness_top_k)
             s = Metric(value=score)

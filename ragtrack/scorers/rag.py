@@ -46,6 +46,8 @@ __all__ = [
     "EmbeddingScorer",
     "SupportParams",
     "Metric",
+    "NO_ANSWER",
+    "NO_CONTEXTS",
     "RagInputs",
     "RagParams",
     "RagScorer",
@@ -153,8 +155,8 @@ def rag_inputs(case: EvalCase, pred: Prediction) -> RagInputs:
 
 # ------------------------------------------------------------------ the six formulas
 
-_NO_ANSWER = "empty answer"
-_NO_CONTEXTS = "no retrieved contexts"
+NO_ANSWER = "empty answer"
+NO_CONTEXTS = "no retrieved contexts"
 _NO_GT_ANSWER = "no ground_truth_answer"
 
 
@@ -167,14 +169,14 @@ def _supported_in_contexts(text: str, inp: RagInputs, judge: RagJudge, no_statem
     if not statements:
         return Metric.nan(no_statements)
     if not inp.contexts:
-        return Metric.nan(_NO_CONTEXTS)
+        return Metric.nan(NO_CONTEXTS)
     verdicts = judge.support(statements, inp.contexts)
     return Metric(value=_share(verdicts), verdicts=[v for v in verdicts if not v.supported])
 
 
 def faithfulness(inp: RagInputs, judge: RagJudge) -> Metric:
     """Supported answer statements / answer statements, against the retrieved contexts."""
-    return _supported_in_contexts(inp.answer, inp, judge, _NO_ANSWER)
+    return _supported_in_contexts(inp.answer, inp, judge, NO_ANSWER)
 
 
 def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
@@ -185,7 +187,7 @@ def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
 def context_relevance(inp: RagInputs, judge: RagJudge) -> Metric:
     """The mean relevance (0..1) of the retrieved chunks to the question: each chunk counts by how relevant it is."""
     if not inp.contexts:
-        return Metric.nan(_NO_CONTEXTS)
+        return Metric.nan(NO_CONTEXTS)
     return Metric(value=sum(judge.relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
 
 
@@ -206,7 +208,7 @@ def context_precision(inp: RagInputs, match_ratio: float, match_scorer: str = "r
     if not inp.ground_truth_contexts:
         return Metric.nan("no ground_truth_contexts")
     if not inp.contexts:
-        return Metric.nan(_NO_CONTEXTS)
+        return Metric.nan(NO_CONTEXTS)
     gts = [norm(g) for g in inp.ground_truth_contexts]
     similarity = getattr(fuzz, match_scorer)
     relevant = [any(similarity(norm(c), g) >= match_ratio for g in gts) for c in inp.contexts]
@@ -216,7 +218,7 @@ def context_precision(inp: RagInputs, match_ratio: float, match_scorer: str = "r
 def answer_relevancy(inp: RagInputs, judge: RagJudge) -> Metric:
     """The backend's relevance of the whole answer to the question; an empty answer is 0."""
     if not inp.answer.strip():
-        return Metric(value=0.0, reason=_NO_ANSWER)
+        return Metric(value=0.0, reason=NO_ANSWER)
     return Metric(value=judge.relevance(inp.question, inp.answer))
 
 
@@ -232,7 +234,7 @@ def answer_correctness(inp: RagInputs, judge: RagJudge, f1_weight: float) -> Met
         return Metric.nan(_NO_GT_ANSWER)
     statements = judge.statements(inp.answer)
     if not statements:
-        return Metric(value=0.0, reason=_NO_ANSWER)
+        return Metric(value=0.0, reason=NO_ANSWER)
     precision = _share(judge.support(statements, [gt]))
     recall = _share(judge.support(gt_statements, [inp.answer]))
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
