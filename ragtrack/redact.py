@@ -9,7 +9,7 @@ Secrets belong in the environment, but they reach a command line by mistake
   dict value;
 - **by shape**: `sk-…` keys, `Bearer …`/`Basic …` headers, GitHub/GitLab/Slack/Hugging
   Face/AWS tokens, JWTs, credentials in URLs (`https://user:pass@host`), and long
-  high-entropy strings (mixed case and digits, ≥ 24 characters);
+  high-entropy strings (mixed case and digits, ≥ 24 characters; a path's segments one by one);
 - **by value**: the value of every environment variable whose name names a credential.
 
 Data files (eval sets, predictions) are archived byte for byte and never pass through here:
@@ -45,7 +45,9 @@ _SHAPES = [
     re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWTs
 ]
 _URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@")
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_=\-]{24,}")
+_MIN_TOKEN = 24  # characters of a run of token characters before it may be judged a secret
+_TOKEN_RUN = re.compile(rf"[A-Za-z0-9+/_=\-]{{{_MIN_TOKEN},}}")
+_WORD = re.compile(r"[a-z]{2,}")  # a path segment that is a plain word (experiments, demo, tmp)
 # Credentials written as pairs in free text: `key=value` (overrides, log lines), `"key": "value"`
 # (JSON), and `{key: value, …}` (an override's dict value). A bare `key: value` in prose
 # ("missing key: source_map") is not a pair.
@@ -96,7 +98,17 @@ def redact_text(text: str) -> str:
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
     for pair in _PAIRS:
         text = pair.sub(lambda m: m.group(0)[: m.start(4) - m.start(0)] + MASK if is_secret_key(m.group(1)) else m.group(0), text)
-    return _TOKEN_RUN.sub(lambda m: MASK if _looks_random(m.group(0)) else m.group(0), text)
+    return _TOKEN_RUN.sub(lambda m: _mask_run(m.group(0)), text)
+
+
+def _mask_run(run: str) -> str:
+    """A long run of token characters, masked when it looks random. A path (a `/` and a plain
+    lower-case word among its segments: `tmp.VMrmo2jGJ8/experiments/demo`) is judged segment by
+    segment, so a randomly named folder (mktemp's) does not mask the path through it."""
+    segments = run.split("/")
+    if len(segments) > 1 and any(_WORD.fullmatch(seg) for seg in segments):
+        return "/".join(MASK if len(seg) >= _MIN_TOKEN and _looks_random(seg) else seg for seg in segments)
+    return MASK if _looks_random(run) else run
 
 
 def redact(value: Any, key: str = "") -> Any:

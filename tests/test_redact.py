@@ -33,6 +33,16 @@ def test_hashes_paths_and_model_ids_are_kept(text):
     assert redact_text(text) == text
 
 
+def test_a_path_through_a_randomly_named_folder_is_kept():
+    # mktemp -d names a folder like tmp.VMrmo2jGJ8: the path through it is no secret
+    path = "/tmp/tmp.VMrmo2jGJ8/experiments/demo/corpus/chunks.jsonl"
+    assert redact_text(path) == path
+
+
+def test_a_random_segment_of_a_path_is_masked_alone():
+    assert redact_text("https://host/v1/Zx9QwErTyUiOp1234567890abcd/chat") == f"https://host/v1/{MASK}/chat"
+
+
 def test_credentials_in_urls_are_masked():
     assert redact_text("http://bob:hunter2@127.0.0.1:5000") == f"http://bob:{MASK}@127.0.0.1:5000"
 
