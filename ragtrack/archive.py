@@ -28,11 +28,12 @@ from ragtrack.types import EvalFile, Prediction, RunManifest, RunResult
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["MANIFEST", "ArchivedRun", "prediction_record", "write_archive"]
+__all__ = ["ARCHIVED_DIRS", "MANIFEST", "ArchivedRun", "prediction_record", "write_archive"]
 
 MANIFEST = "manifest.json"
 CONFIG = "config.yaml"
 CASES = "cases.parquet"
+ARCHIVED_DIRS = ("inputs", "prompt", "predictions")  # the folders holding the archived inputs, and nothing else
 
 
 def _verified_copy(src: str, dst: Path, expected: str, *, algo: str = "sha1") -> None:
@@ -131,33 +132,56 @@ class ArchivedRun(BaseModel):
             raise InputError(f"{what}: {MANIFEST}", f"not a ragtrack manifest: {err['msg']}", field=field) from None
         return cls(root=root, manifest=manifest)
 
-    def path(self, rel: str | None, what: str) -> Path:
-        """The local path of an archived file; `what` names it in the error when the run did not archive it."""
-        if rel is None or not (self.root / rel).is_file():
-            raise InputError(str(self.root / (rel or what)), f"the run's archive has no {what}")
-        return self.root / rel
+    def path(self, rel: str | None, what: str, field: str) -> Path:
+        """The local path of an archived file. `rel` comes from the manifest (`field` names it there) and
+        must lead, once resolved (symbolic links too), to a file inside the downloaded run: the manifest
+        never points audit or rescore at a file of this machine."""
+        if rel is None:
+            raise InputError(str(self.root / what), f"the run's archive has no {what}")
+        root = self.root.resolve()
+        path = (root / rel).resolve()
+        if not path.is_relative_to(root):
+            raise InputError(str(self.root / MANIFEST), f"{rel!r} lies outside the run's artifacts: refused", field=field)
+        if not path.is_file():
+            raise InputError(str(self.root / rel), f"the run's archive has no {what}")
+        return path
+
+    def eval_path(self, i: int) -> Path:
+        f = self.manifest.eval_files[i]
+        return self.path(f.artifact_path, f"eval-set file {f.stem}", f"eval_files[{i}].artifact_path")
 
     @property
     def eval_paths(self) -> list[Path]:
-        return [self.path(f.artifact_path, f"eval-set file {f.stem}") for f in self.manifest.eval_files]
+        return [self.eval_path(i) for i in range(len(self.manifest.eval_files))]
 
     @property
     def predictions_path(self) -> Path:
-        return self.path(self.manifest.predictions_artifact_path, "predictions file")
+        return self.path(self.manifest.predictions_artifact_path, "predictions file", "predictions_artifact_path")
 
     @property
     def prompt_path(self) -> Path:
-        return self.path(self.manifest.prompt_artifact_path, "prompt file")
+        return self.path(self.manifest.prompt_artifact_path, "prompt file", "prompt_artifact_path")
 
     @property
     def config_path(self) -> Path:
-        return self.path(CONFIG, CONFIG)
+        return self.path(CONFIG, CONFIG, CONFIG)
+
+    def places(self) -> dict[str, str | None]:
+        """Where each archived input must lie (as `write_archive` puts it), by its manifest field."""
+        m = self.manifest
+        out: dict[str, str | None] = {
+            f"eval_files[{i}].artifact_path": f"inputs/{i}/{f.stem}{Path(f.path).suffix}" for i, f in enumerate(m.eval_files)
+        }
+        out["prompt_artifact_path"] = f"prompt/{Path(m.prompt_path).name}"
+        pred = m.predictions_artifact_path or ""
+        out["predictions_artifact_path"] = pred if pred.startswith("predictions/") and pred.count("/") == 1 else None
+        return out
 
     def cases(self) -> pandas.DataFrame:
         """The per-case table (`cases.parquet`)."""
         import pandas as pd
 
-        path = self.path(CASES, CASES)
+        path = self.path(CASES, CASES, CASES)
         try:
             return pd.read_parquet(path)
         except Exception as e:  # pyarrow raises several types for a damaged file

@@ -3,6 +3,8 @@
 `audit` takes what the store recorded (status, params, metrics) and the run's downloaded
 artifacts, and returns one `Check` per claim:
 
+- every archived input lies where the run put it, under a path that stays inside the
+  downloaded run, with the hash the manifest records, and nothing else is archived beside them;
 - each archived eval-set file's sha1 gives the logged `eval_set_version` (`<stem>@<sha1>`);
 - the archived prompt's sha256 equals `prompt_sha256`;
 - `index_version` re-derives from the index when its inputs are here (`runner.index_version`,
@@ -15,7 +17,10 @@ artifacts, and returns one `Check` per claim:
   metric bit for bit, and the per-case table `cases.parquet` row for row.
 
 A check that cannot be made (e.g. the index file is neither archived nor present) is
-`skip`, never `pass`. `case_detail` shows one case with the versions behind its scores.
+`skip`, never `pass`. The archived config came from whoever logged the run: the servers,
+key variables, paths and models it names are used only as the auditor gives them
+(`ragtrack.trust`), otherwise the checks that need them are skipped, naming them.
+`case_detail` shows one case with the versions behind its scores.
 """
 
 from __future__ import annotations
@@ -26,16 +31,20 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.archive import ArchivedRun
+from ragtrack.archive import ARCHIVED_DIRS, ArchivedRun
 from ragtrack.config import RunConfig, load_run_config
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_file, sha256_file
 from ragtrack.redact import MASK
+from ragtrack.trust import Refused
 from ragtrack.types import ContextChunk, ScoreValue
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ragtrack.runner import FileScores
     from ragtrack.tracking.reader import LoggedRun
+    from ragtrack.trust import Caller
 
 __all__ = ["AuditReport", "CaseDetail", "Check", "audit", "case_detail", "rescore_archive"]
 
@@ -57,6 +66,7 @@ class AuditReport(BaseModel):
 
     run_id: str
     checks: list[Check]
+    notes: list[str] = []  # settings of the archived config replaced by the caller's
 
     @property
     def passed(self) -> bool:
@@ -85,10 +95,10 @@ def _eval_files(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
         detail = f"logged eval_set_version {run.params.get('eval_set_version')!r} names {len(logged)} file(s); the archive has {len(files)}"
         return [Check(name="eval files", status="fail", detail=detail)]
     out = []
-    for f, version in zip(files, logged):
+    for i, (f, version) in enumerate(zip(files, logged)):
         name = f"eval file {f.artifact_path}"
         try:
-            actual = sha1_file(archive.path(f.artifact_path, f"eval-set file {f.stem}"))
+            actual = sha1_file(archive.eval_path(i))
         except InputError as e:
             out.append(Check(name=name, status="fail", detail=str(e)))
             continue
@@ -129,7 +139,33 @@ def index_check(cfg: RunConfig, logged: str | None) -> Check:
     return _check("index", derived == logged, f"{source} re-derives {derived}", f"{source} gives {derived}, logged {logged}")
 
 
-def _config(run: LoggedRun, archive: ArchivedRun) -> tuple[list[Check], RunConfig | None]:
+def _archive(archive: ArchivedRun) -> Check:
+    """The archived inputs lie where the run put them, hash as the manifest recorded, and nothing else is archived."""
+    m = archive.manifest
+    problems = []
+    named = {f"eval_files[{i}].artifact_path": f.artifact_path for i, f in enumerate(m.eval_files)}
+    named |= {"prompt_artifact_path": m.prompt_artifact_path, "predictions_artifact_path": m.predictions_artifact_path}
+    for field, place in archive.places().items():
+        if named[field] != place or place is None:
+            problems.append(f"{field} is {named[field]!r}, where the run archives it at {place or 'predictions/<file>'!r}")
+    recorded = {f.artifact_path: ("sha1", f.sha1) for f in m.eval_files}
+    recorded |= {m.prompt_artifact_path: ("sha256", m.prompt_sha256), m.predictions_artifact_path: ("sha1", m.predictions_sha1)}
+    root = archive.root.resolve()
+    found = sorted(p.relative_to(root).as_posix() for d in ARCHIVED_DIRS for p in (root / d).rglob("*") if not p.is_dir())
+    for rel in found:
+        if rel not in recorded:
+            problems.append(f"{rel} is archived but named by no manifest field")
+            continue
+        algo, expected = recorded[rel]
+        actual = (sha1_file if algo == "sha1" else sha256_file)(root / rel)
+        if actual != expected:
+            problems.append(f"{rel}: {algo} is {_short(actual)}, the manifest records {_short(expected)}")
+    ok = not problems
+    return _check("archive", ok, f"{len(found)} archived inputs at their places, each with the hash the manifest records",
+                  "; ".join(problems[:3]) + (f" … and {len(problems) - 3} more" if len(problems) > 3 else ""))
+
+
+def _config(run: LoggedRun, archive: ArchivedRun, caller: Caller) -> tuple[list[Check], RunConfig | None]:
     logged = run.params.get("config_sha256")
     try:
         path = archive.config_path
@@ -141,7 +177,23 @@ def _config(run: LoggedRun, archive: ArchivedRun) -> tuple[list[Check], RunConfi
     if actual != logged and MASK in path.read_text(encoding="utf-8"):
         bad += f" (the archived config has masked values {MASK!r}: a secret reached the config)"
     checks = [_check("config.yaml", actual == logged, f"sha256 {_short(actual)} = config_sha256", bad)]
-    return checks + [index_check(cfg, run.params.get("index_version"))], cfg
+    return checks + [_index(path, caller, run.params.get("index_version"))], cfg
+
+
+def _index(path: Path, caller: Caller, logged: str | None) -> Check:
+    """`index_check` on the archived config's index, whose folders, files and model are the caller's to give."""
+    from ragtrack.config import read_yaml
+    from ragtrack.trust import apply_overrides, settle
+
+    raw = apply_overrides(read_yaml(path), caller.overrides, sections=AUDIT_SECTIONS, only=caller_keys(path))
+    try:
+        settled = settle(raw, "index", caller, where=str(path))
+    except Refused as e:
+        keys = ", ".join(f"--set {s.key}=…" for s in e.settings)
+        shown = "; ".join(s.show() for s in e.settings)
+        return Check(name="index", status="skip", detail=f"{logged} not re-derived: the run's config names {shown}; "
+                     f"to re-derive it from inputs of yours, give {keys}")
+    return index_check(RunConfig.from_container(settled.config), logged)
 
 
 def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
@@ -186,12 +238,40 @@ def _predictions(run: LoggedRun, archive: ArchivedRun) -> Check:
     return _check(name, actual == expected, f"sha1 {_short(actual)} = recorded", f"sha1 is {_short(actual)}, recorded {_short(expected)}")
 
 
-def rescore_archive(archive: ArchivedRun) -> FileScores:
-    """The archived predictions scored against the archived eval files with the archived config's scorers and gates."""
-    from ragtrack.runner import config_scoring, score_files
+AUDIT_SECTIONS = ("scorers", "index")  # where an auditor's --set may name servers, key variables, paths and models
 
-    scorers, gates = config_scoring(archive.config_path)
-    return score_files(archive.eval_paths, archive.predictions_path, scorers, gates)
+
+def check_caller(archive: ArchivedRun, caller: Caller) -> None:
+    """An auditor's `--set` names only where to reach (servers, key variables, paths, models): bad input otherwise."""
+    from ragtrack.config import read_yaml
+    from ragtrack.trust import apply_overrides
+
+    if not caller.overrides:
+        return
+    raw = read_yaml(archive.config_path)
+    if isinstance(raw, dict):
+        apply_overrides(raw, caller.overrides, sections=AUDIT_SECTIONS, only=caller_keys(archive.config_path),
+                        why=": an audit proves the run's own scoring (a scoring change is `ragtrack rescore`)")
+
+
+def caller_keys(config_path: Path) -> set[str]:
+    """The keys an auditor may `--set`: the archived config's settings that reach outside the process."""
+    from ragtrack.config import read_yaml
+    from ragtrack.trust import reach_keys
+
+    raw = read_yaml(config_path)
+    return set().union(*(reach_keys(raw, s) for s in AUDIT_SECTIONS)) if isinstance(raw, dict) else set()
+
+
+def rescore_archive(archive: ArchivedRun, caller: Caller | None = None) -> tuple[FileScores, list[str]]:
+    """The archived predictions scored against the archived eval files with the archived config's scorers
+    and gates, settled for the caller (`ragtrack.trust`); the notes of what was replaced."""
+    from ragtrack.runner import config_scoring, score_files
+    from ragtrack.trust import Caller
+
+    caller = caller or Caller()
+    scoring = config_scoring(archive.config_path, caller, sections=AUDIT_SECTIONS, only=caller_keys(archive.config_path))
+    return score_files(archive.eval_paths, archive.predictions_path, scoring.scorers, scoring.gates), scoring.notes
 
 
 def _same(a: float | None, b: float | None) -> bool:
@@ -228,18 +308,30 @@ def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
                   f"column(s) differ: {', '.join(differing[:5])}")
 
 
-def audit(run: LoggedRun, archive: ArchivedRun) -> AuditReport:
-    """Every check of the run (see the module docstring), in a fixed order."""
-    checks = [_status(run), *_eval_files(run, archive), _prompt(run, archive)]
-    config_checks, cfg = _config(run, archive)
+def audit(run: LoggedRun, archive: ArchivedRun, caller: Caller | None = None) -> AuditReport:
+    """Every check of the run (see the module docstring), in a fixed order.
+
+    The archived config is someone else's: its servers, key variables, paths and models
+    are used only as `caller` settles them (`ragtrack.trust`); a check they would be
+    needed for is skipped, naming them, when the caller gave none.
+    """
+    from ragtrack.trust import Caller
+
+    caller = caller or Caller()
+    check_caller(archive, caller)
+    checks = [_status(run), _archive(archive), *_eval_files(run, archive), _prompt(run, archive)]
+    config_checks, _ = _config(run, archive, caller)
     checks += config_checks + _scorers(run, archive) + [_predictions(run, archive)]
+    notes: list[str] = []
     try:
-        scored = rescore_archive(archive)
+        scored, notes = rescore_archive(archive, caller)
+    except Refused as e:
+        checks.append(Check(name="re-score", status="skip", detail=f"not made: {e.problem}"))
     except InputError as e:
         checks.append(Check(name="re-score", status="fail", detail=f"cannot re-score: {e}"))
     else:
         checks += [_metrics(run, scored), _cases(archive, scored)]
-    return AuditReport(run_id=run.run_id, checks=checks)
+    return AuditReport(run_id=run.run_id, checks=checks, notes=notes)
 
 
 # ------------------------------------------------------------------ one case
@@ -260,8 +352,8 @@ class CaseDetail(BaseModel):
     versions: dict[str, str]
 
 
-def case_detail(run: LoggedRun, archive: ArchivedRun, case_id: str) -> CaseDetail:
-    scored = rescore_archive(archive)
+def case_detail(run: LoggedRun, archive: ArchivedRun, case_id: str, caller: Caller | None = None) -> CaseDetail:
+    scored, _ = rescore_archive(archive, caller)
     ids = [c.id for c in scored.eval_set.cases]
     if case_id not in ids:
         sample = ", ".join(ids[:5])

@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
         help="a run's archived config.yaml: score with its scorers (and their parameters) and its gates",
     )
     s.add_argument("--gates", metavar="FILE", default=None, help=f"gates YAML (default: {DEFAULT_GATES.name} shipped in conf/gates)")
+    from ragtrack.cli_runs import add_caller_options
+
+    add_caller_options(s, "with --config: a scoring change or a server, key variable, path or model of yours "
+                       "(scorers.NAME.PARAM=VALUE, gates.NAME=[...]; repeatable)")
     s.add_argument("--json", action="store_true", help='print {"metrics": {...}, "cases": [...]} to stdout')
     s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when a gate fails or is skipped (a metric not computed)")
     s.add_argument("--allow-skipped-gates", action="store_true", help="with --fail-on-gate: a skipped gate does not fail")
@@ -91,6 +95,9 @@ def _scorers_and_gates(args: argparse.Namespace) -> tuple[list[Scorer], list[Gat
     from ragtrack.scorers import build_scorer
 
     if args.config is None:
+        given = [o for o in ("set", "llm_base_url", "llm_api_key_env") if getattr(args, o)]
+        if given:
+            raise InputError("--" + given[0].replace("_", "-"), "applies to the scorers of --config FILE only")
         if not args.scorer:
             raise InputError("--scorer", "no scorer given: use --scorer NAME (repeatable) or --config FILE")
         scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
@@ -98,9 +105,12 @@ def _scorers_and_gates(args: argparse.Namespace) -> tuple[list[Scorer], list[Gat
     for option in ("scorer", "gates"):
         if getattr(args, option):
             raise InputError("--config", f"--{option} and --config both name the {option}; give one of them")
+    from ragtrack.cli_runs import caller, print_notes
     from ragtrack.runner import config_scoring
 
-    return config_scoring(Path(args.config))
+    scoring = config_scoring(Path(args.config), caller(args))
+    print_notes(scoring.notes)
+    return scoring.scorers, scoring.gates
 
 
 def _gates_failing(results: list[GateResult], allow_skipped: bool) -> list[GateResult]:

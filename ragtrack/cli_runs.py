@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from ragtrack.archive import ArchivedRun
     from ragtrack.compare import Comparison, RunSide
     from ragtrack.tracking.reader import LoggedRun
+    from ragtrack.trust import Caller
 
-__all__ = ["add_parsers", "cmd_audit", "cmd_compare", "cmd_rescore"]
+__all__ = ["add_caller_options", "add_parsers", "caller", "cmd_audit", "cmd_compare", "cmd_rescore", "print_notes"]
 
 PARENT_STAGES = {"sweep": "a sweep", "staged": "a staged job"}
 
@@ -32,6 +33,28 @@ PARENT_STAGES = {"sweep": "a sweep", "staged": "a staged job"}
 def _uri_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tracking-uri", metavar="URI", default=None,
                    help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db)")
+
+
+def add_caller_options(p: argparse.ArgumentParser, set_help: str | None) -> None:
+    """The options by which a caller gives what someone else's config may not choose (`ragtrack.trust`)."""
+    p.add_argument("--llm-base-url", metavar="URL", default=None,
+                   help="the OpenAI-compatible server every LLM-backed scorer calls (a run's config never chooses one)")
+    p.add_argument("--llm-api-key-env", metavar="VAR", default=None,
+                   help="the environment variable holding that server's key (default: none is sent)")
+    if set_help:
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="set", help=set_help)
+
+
+def caller(args: argparse.Namespace, overrides: list[str] | None = None) -> Caller:
+    from ragtrack.trust import Caller
+
+    given = overrides if overrides is not None else getattr(args, "set", [])
+    return Caller(llm_base_url=args.llm_base_url, llm_api_key_env=args.llm_api_key_env, overrides=given)
+
+
+def print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"ragtrack: note: {note}", file=sys.stderr)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -55,11 +78,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     a = sub.add_parser("audit", help="prove a run: re-derive its hashes and re-score its archived answers")
     a.add_argument("run", metavar="RUN_ID")
     a.add_argument("--case", metavar="ID", help="show this case: question, contexts, raw answer, every subscore and the versions behind them")
+    add_caller_options(a, "a server, key variable, path or model of yours in place of the run's (repeatable), "
+                       "e.g. --set index.corpus.dir=DIR, --set scorers.rag.model=DIR")
     _uri_option(a)
     r = sub.add_parser("rescore", help="score a run's archived answers again (no generation) into a new run")
     r.add_argument("run", metavar="RUN_ID")
     r.add_argument("overrides", nargs="*", metavar="OVERRIDE",
                    help="scoring changes: scorers.NAME.PARAM=VALUE, scorers=NAME[,NAME], gates.NAME=[...]")
+    add_caller_options(r, None)
     _uri_option(r)
 
 
@@ -207,10 +233,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 _MARKS = {"pass": "✓", "fail": "✗", "skip": "–"}
 
 
-def _print_case(run: LoggedRun, archive: ArchivedRun, case_id: str) -> int:
+def _print_case(run: LoggedRun, archive: ArchivedRun, case_id: str, args: argparse.Namespace) -> int:
     from ragtrack.audit import case_detail
 
-    d = case_detail(run, archive, case_id)
+    d = case_detail(run, archive, case_id, caller(args))
     print(f"case {d.case_id} of run {run.run_id} ({run.run_name})")
     print(f"\nquestion:\n  {d.question}")
     print(f"\ncontexts ({len(d.contexts)}):")
@@ -238,8 +264,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     with _workdir("ragtrack-audit-") as tmp:
         run, archive = _fetch(uri, args.run, tmp)
         if args.case is not None:
-            return _print_case(run, archive, args.case)
-        report = audit(run, archive)
+            return _print_case(run, archive, args.case, args)
+        report = audit(run, archive, caller(args))
+    print_notes(report.notes)
     print(f"audit of run {run.run_id} ({run.run_name}, experiment {run.experiment_name}):")
     for c in report.checks:
         print(f"{_MARKS[c.status]} {c.name}: {c.detail}")
@@ -258,6 +285,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     from ragtrack.rescore import RESCORED_FROM_TAG, apply_overrides, rescore_config
     from ragtrack.runner import prepare, run_stages
     from ragtrack.tracking import MlflowSink
+    from ragtrack.trust import settle
 
     uri = _uri(args)
     with _workdir(f"ragtrack-rescore-{args.run[:8]}-") as tmp:
@@ -265,8 +293,13 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         logged = read_yaml(archive.config_path)
         if not isinstance(logged, dict):
             raise InputError(str(archive.config_path), "expected a run's config.yaml (a mapping)")
-        config = apply_overrides(logged, args.overrides)
-        cfg = rescore_config(config, archive, uri=uri, experiment=run.experiment_name, run_name=f"{run.run_name} (rescored)")
+        why = (": rescore changes only the scoring; anything else would describe answers that were not generated "
+               "that way (use `ragtrack run` for that)")
+        config = apply_overrides(logged, args.overrides, why=why)
+        settled = settle(config, "scorers", caller(args, args.overrides), where=f"run {run.run_id}: config.yaml")
+        print_notes(settled.notes)
+        cfg = rescore_config(settled.config, archive, uri=uri, experiment=run.experiment_name,
+                             run_name=f"{run.run_name} (rescored)")
         stages = prepare(cfg)
         sink = MlflowSink(cfg, uri=uri, tags={RESCORED_FROM_TAG: run.run_id})
         (result,) = run_stages(stages, sink)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_json
+from ragtrack.registry import reaching
 
 __all__ = ["RunConfig", "load_run_config", "read_yaml"]
 
@@ -39,7 +40,7 @@ class AdapterConfig(_Section):
 
 
 class CorpusConfig(_Section):
-    dir: str  # the corpus folder; chunks name their file by its path relative to it
+    dir: str = reaching("path")  # the corpus folder; chunks name their file by its path relative to it
     glob: str = "**/*"  # which files of the folder (sorted by relative path)
 
 
@@ -56,7 +57,7 @@ class ChunkerConfig(_Section):
 
 
 class EmbedderConfig(_Section):
-    model: str = "all-MiniLM-L6-v2"  # a local sentence-transformers folder or a hub name
+    model: str = reaching("model", "all-MiniLM-L6-v2")  # a local sentence-transformers folder or a hub name
     batch_size: int = Field(default=64, gt=0)
 
 
@@ -65,7 +66,7 @@ class IndexConfig(_Section):
 
     name: str
     version: str | None = None
-    path: str | None = None
+    path: str | None = reaching("path", None)  # a recorded index's file (hashed into index_version)
     corpus: CorpusConfig | None = None
     chunker: ChunkerConfig | None = None
     embedder: EmbedderConfig | None = None

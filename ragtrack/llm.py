@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragtrack.gencache import CacheEntry, GenCache, request_key
 from ragtrack.redact import MASK, redact_text
-from ragtrack.registry import Params
+from ragtrack.registry import Params, reaching
 
 # httpx2 logs every request at INFO: one line per answer would bury the run's own console lines.
 for _name in ("httpx2", "httpcore2"):
@@ -69,9 +69,9 @@ _EXCERPT = 200  # characters of a reply body quoted in an error
 class LLMSettings(Params):
     """Where and how to ask: shared by the `openai` generator and the `rubric_judge` scorer."""
 
-    base_url: str = Field(pattern=r"^https?://\S+$")  # e.g. http://127.0.0.1:8000/v1
+    base_url: str = reaching("host", pattern=r"^https?://\S+$")  # e.g. http://127.0.0.1:8000/v1
     model: str = Field(min_length=1)
-    api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    api_key_env: str | None = reaching("env", "OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # None: no key
     temperature: float = Field(0.0, ge=0)
     max_tokens: int | None = Field(None, ge=1)
     seed: int | None = None
@@ -80,7 +80,7 @@ class LLMSettings(Params):
     deadline_s: float = Field(300.0, gt=0)
     max_retries: int = Field(4, ge=0)
     backoff_s: float = Field(0.5, ge=0)
-    cache_dir: str | None = None  # the generation cache's folder; None: $RAGTRACK_CACHE_DIR/generations (ragtrack.cachedir)
+    cache_dir: str | None = reaching("cache", None)  # the generation cache's folder; None: $RAGTRACK_CACHE_DIR/generations
 
     def decoding(self) -> dict[str, Any]:
         """The decoding parameters sent with (and hashed into the cache key of) every request."""
@@ -205,7 +205,7 @@ class LLMClient:
         self.s = settings
         self.endpoint = settings.base_url.rstrip("/") + "/chat/completions"
         self._rng = random.Random(jitter_seed)
-        self._key = os.environ.get(settings.api_key_env) or None
+        self._key = (os.environ.get(settings.api_key_env) or None) if settings.api_key_env else None
 
     # ------------------------------------------------------------------ requests
 
@@ -350,7 +350,7 @@ class LLMClient:
     def _parse(self, status: int, retry_after: str | None, content: bytes, latency_ms: float, attempt: int) -> ChatResult:
         if status in (401, 403):
             env = self.s.api_key_env
-            hint = f"${env} is set but rejected" if self._key else f"${env} is not set"
+            hint = f"${env} is set but rejected" if self._key else f"${env} is not set" if env else "no api_key_env: no key was sent"
             raise self.error(f"HTTP {status}: authentication failed ({hint}): {_excerpt(content)}", auth=True)
         if status in RETRY_STATUS or status >= 500:
             raise _Retryable(f"HTTP {status}: {_excerpt(content)}", retry_after_s(retry_after))

@@ -15,15 +15,27 @@ from abc import ABC
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ComponentInfo
 
-__all__ = ["Component", "Params", "Registry", "code_modules", "code_sha256", "module_sha256"]
+__all__ = ["Component", "Params", "Reach", "Registry", "code_modules", "code_sha256", "module_sha256", "reaching"]
+
+# What a parameter makes the process touch outside itself (see `ragtrack.trust`):
+# host: a server it calls; env: an environment variable whose value it sends; cache: a
+# folder it writes (never a score's input); path: a file or folder it reads; model: a
+# model it loads (a local folder, or a hub name it may download).
+Reach = Literal["host", "env", "cache", "path", "model"]
+
+
+def reaching(kind: Reach, default: Any = ..., **kwargs: Any) -> Any:
+    """A parameter field that reaches outside the process (`Reach`): a value read from someone
+    else's run is used only when the person running the command gives it (`ragtrack.trust`)."""
+    return Field(default, json_schema_extra={"reach": kind}, **kwargs)
 
 
 @cache

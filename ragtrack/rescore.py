@@ -23,55 +23,11 @@ from typing import Any
 from ragtrack.archive import ArchivedRun
 from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
+from ragtrack.trust import SCORING_KEYS, apply_overrides
 
 __all__ = ["RESCORED_FROM_TAG", "SCORING_KEYS", "apply_overrides", "rescore_config"]
 
 RESCORED_FROM_TAG = "ragtrack.rescored_from"
-SCORING_KEYS = ("scorers", "gates")
-
-
-def _value(text: str, override: str) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError as e:
-        raise InputError("overrides", f"value is not YAML: {str(e).splitlines()[0]}", field=override) from None
-
-
-def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """The logged config with the scoring overrides applied, in order."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    conf = OmegaConf.create(config)
-    for o in overrides:
-        key, sep, text = o.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise InputError("overrides", "expected KEY=VALUE, e.g. scorers.eval_json_v2.jaccard_threshold=0.8", field=o)
-        if key.split(".")[0] not in SCORING_KEYS:
-            raise InputError(
-                "overrides",
-                f"rescore changes only the scoring (scorers.…, gates.…): `{key}` would describe answers that were not "
-                "generated that way; use `ragtrack run` for that",
-                field=o,
-            )
-        value = _value(text, o)
-        try:
-            if key == "scorers":
-                names = value if isinstance(value, list) else [n.strip() for n in str(value or "").split(",") if n.strip()]
-                if not names:
-                    raise InputError("overrides", "name at least one scorer, e.g. scorers=refusal_citation", field=o)
-                logged = OmegaConf.to_container(conf.scorers) if "scorers" in conf else {}
-                conf.scorers = {str(n): logged.get(str(n)) for n in names}  # type: ignore[union-attr]
-            else:
-                OmegaConf.update(conf, key, {} if key == "gates" and value is None else value, merge=False)
-        except OmegaConfBaseException as e:
-            raise InputError("overrides", str(e).splitlines()[0], field=o) from None
-    out = OmegaConf.to_container(conf)
-    assert isinstance(out, dict)
-    return out  # type: ignore[return-value]
 
 
 def rescore_config(config: dict[str, Any], archive: ArchivedRun, *, uri: str, experiment: str, run_name: str) -> RunConfig:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack import __version__
-from ragtrack.config import RunConfig, load_run_config
+from ragtrack.config import RunConfig
 from ragtrack.errors import InputError
 from ragtrack.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
@@ -38,9 +38,10 @@ from ragtrack.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, 
 
 if TYPE_CHECKING:
     from ragtrack.index.build import IndexSpec
+    from ragtrack.trust import Caller
 
 __all__ = [
-    "PACKAGES", "FileScores", "Stage", "StageSink", "config_scoring", "execute_stage", "index_version", "package_versions",
+    "PACKAGES", "ConfigScoring", "FileScores", "Stage", "StageSink", "config_scoring", "execute_stage", "index_version", "package_versions",
     "prepare", "run", "run_job", "run_stages", "score", "score_files",
 ]
 
@@ -241,14 +242,41 @@ class FileScores(BaseModel):
     rows: list[dict[str, ScoreValue]]  # one per case, as in `cases.parquet`
 
 
-def config_scoring(path: Path) -> tuple[list[Scorer], list[GateSpec]]:
-    """The scorers (with their parameters) and gates of a run's archived `config.yaml`."""
-    cfg = load_run_config(path)
+class ConfigScoring(BaseModel):
+    """The scoring of someone's `config.yaml`, made safe for the caller (`ragtrack.trust`)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    scorers: list[Scorer]
+    gates: list[GateSpec]
+    notes: list[str]  # settings of the config replaced by the caller's
+
+
+def config_scoring(path: Path, caller: Caller | None = None, *, sections: Sequence[str] = ("scorers", "gates"),
+                   only: set[str] | None = None) -> ConfigScoring:
+    """The scorers (with their parameters) and gates of a run's archived `config.yaml`.
+
+    The caller's overrides are applied first (keys in `sections`; `only`: just these keys); what the
+    config says about where to reach (servers, key variables, paths, models) is settled
+    by `ragtrack.trust.settle`, so nothing in the file chooses a host, a secret or a path.
+    """
+    from ragtrack.config import read_yaml
+    from ragtrack.trust import Caller, apply_overrides, settle
+
+    caller = caller or Caller()
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise InputError(str(path), "expected a run's config.yaml (a mapping with `scorers` and `gates`)")
+    settled = settle(apply_overrides(raw, caller.overrides, sections=sections, only=only), "scorers", caller, where=str(path))
+    try:
+        cfg = RunConfig.from_container(settled.config)
+    except InputError as e:
+        raise InputError(str(path), e.problem, where=e.where, field=e.field) from None
     try:
         scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
     except InputError as e:  # name the file the parameters came from
         raise InputError(str(path), e.problem, where=e.file, field=e.field) from None
-    return scorers, parse_gates(cfg.gates, where=f"{path}: gates")
+    return ConfigScoring(scorers=scorers, gates=parse_gates(cfg.gates, where=f"{path}: gates"), notes=settled.notes)
 
 
 def score_files(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.archive import write_archive
+from ragtrack.archive import ArchivedRun, write_archive
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_file
 from ragtrack.predictions import match_prediction_file
@@ -33,6 +33,22 @@ def test_same_named_eval_files_get_unique_paths(demo_files, tmp_path):
 def test_archived_eval_files_are_byte_identical(demo_files, tmp_path):
     m = write_archive(run(_same_named(demo_files, tmp_path)), tmp_path / "archive")
     assert [sha1_file(tmp_path / "archive" / f.artifact_path) for f in m.eval_files] == [f.sha1 for f in m.eval_files]
+
+
+def test_an_archived_path_resolving_out_of_the_archive_is_refused_naming_its_field(demo_files, tmp_path):
+    root = tmp_path / "archive"
+    m = write_archive(run(_same_named(demo_files, tmp_path)), root)
+    archived = root / "inputs" / "0" / "cases.json"
+    archived.unlink()
+    archived.symlink_to(demo_files["questions"])
+    with pytest.raises(InputError, match=r"manifest.json: eval_files\[0\].artifact_path: 'inputs/0/cases.json' lies outside"):
+        ArchivedRun(root=root, manifest=m).eval_paths
+
+
+def test_an_archived_path_inside_the_archive_is_read(demo_files, tmp_path):
+    root = tmp_path / "archive"
+    m = write_archive(run(_same_named(demo_files, tmp_path)), root)
+    assert ArchivedRun(root=root, manifest=m).eval_paths == [root.resolve() / f.artifact_path for f in m.eval_files]
 
 
 def test_replayed_predictions_are_archived_byte_for_byte(demo_files, tmp_path):

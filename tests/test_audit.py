@@ -10,7 +10,7 @@ from ragtrack.audit import index_check
 from ragtrack.cli import main
 from ragtrack.index.build import index_spec
 from tests.conftest import make_config
-from tests.demo_runs import artifact_dir
+from tests.demo_runs import DEMO, artifact_dir
 from tests.index.corpus import index_config, write_corpus
 
 
@@ -26,10 +26,25 @@ def _failed(out: str) -> list[str]:
 
 
 def test_untouched_run_passes_every_check(demo_store, capsys):
-    code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"])
+    index = DEMO / "corpus" / "chunks.jsonl"
+    code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--set", f"index.path={index}")
     marks = [line[0] for line in out.splitlines()[1:-1]]
     assert (code, set(marks)) == (0, {"✓"})
     assert "✓ index: " in out and "✓ re-score: metrics: all 28 logged metrics re-derived bit for bit" in out, out
+    assert "✓ archive: 4 archived inputs at their places" in out
+
+
+def test_the_index_file_the_run_names_is_not_read_unless_the_auditor_names_it(demo_store, capsys):
+    code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"])
+    (line,) = [x for x in out.splitlines() if x.startswith("– index: ")]
+    assert code == 0 and "not re-derived" in line and "give --set index.path=…" in line, line
+
+
+def test_an_auditor_may_set_only_where_to_reach_not_the_scoring(demo_store, capsys):
+    code, out, err = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--set", "scorers.eval_json_v2.min_evidence_chars=400")
+    assert (code, out) == (2, "")
+    assert "`scorers.eval_json_v2.min_evidence_chars` cannot be changed here (allowed: index.corpus.dir" in err, err
+    assert err.rstrip().endswith("(a scoring change is `ragtrack rescore`)")
 
 
 def _tamper_file(rel: str, old: str, new: str):

@@ -18,6 +18,7 @@ from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.scorers.llm_batch import LlmFailureRateError, ReplyError
 from ragtrack.scorers.rubric_judge import JudgeParseError
 from ragtrack.termination import Terminated
+from ragtrack.trust import Refused, Setting
 
 # One example of every exception class defined in the package; a new class must add one.
 EXAMPLES: dict[type[BaseException], BaseException] = {
@@ -32,6 +33,8 @@ EXAMPLES: dict[type[BaseException], BaseException] = {
     ReplyError: ReplyError("no JSON in the reply"),
     JudgeFailure: JudgeFailure("llm: unreadable reply: no JSON in the reply"),
     LlmFailureRateError: LlmFailureRateError("rag: 3 of 10 judge questions got no usable answer (max 10%)"),
+    Refused: Refused("config.yaml", [Setting(key="scorers.rubric_judge.base_url", kind="host", value="http://x/v1",
+                                             default=None, present=True)]),
 }
 
 

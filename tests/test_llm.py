@@ -50,6 +50,13 @@ def test_no_authorization_header_without_the_variable(monkeypatch):
     assert "Authorization" not in srv.requests[0]["headers"]
 
 
+def test_no_key_variable_reads_no_variable_and_sends_no_header(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    with LLMServer() as srv:
+        _ask(_client(srv.url, api_key_env=None))
+    assert "Authorization" not in srv.requests[0]["headers"]
+
+
 @pytest.mark.parametrize("code", [408, 429, 500, 502, 503, 504])
 def test_retryable_status_then_success_takes_two_requests(code):
     with LLMServer(script=[status(code), reply("ok")]) as srv:

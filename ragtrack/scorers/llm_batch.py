@@ -39,6 +39,7 @@ from ragtrack.errors import InputError
 from ragtrack.gencache import open_cache
 from ragtrack.llm import BatchStats, LLMClient, LLMError, LLMSettings, Message
 from ragtrack.prompts import Prompt, load_prompt
+from ragtrack.registry import reaching
 from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.types import ScoreValue
 
@@ -52,7 +53,7 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*(.*?)```", re.DOTALL)
 class JudgeLLMSettings(LLMSettings):
     """An LLM backend's server, decoding and limits: the `llm` block of `scorers.rag` / `scorers.earag`."""
 
-    prompt_dir: str | None = None  # folder holding the backend's prompt files; None: ragtrack/scorers/prompts
+    prompt_dir: str | None = reaching("path", None)  # folder holding the backend's prompt files; None: the shipped ones
     max_failure_rate: float = Field(0.1, ge=0, le=1)
 
 

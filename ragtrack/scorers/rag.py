@@ -33,7 +33,7 @@ from ragtrack.cachedir import cache_root
 from ragtrack.embeddings import DEFAULT_MODEL
 from ragtrack.errors import InputError
 from ragtrack.prompts import Prompt
-from ragtrack.registry import code_sha256
+from ragtrack.registry import code_sha256, reaching
 from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
 from ragtrack.scorers.judge import Encoder, JudgeFailure, OfflineJudge, RagJudge, Verdict
 from ragtrack.scorers.llm_batch import JudgeLLMSettings, LlmBatch, llm_info, load_prompts
@@ -79,7 +79,7 @@ class SupportParams(ScorerParams):
 
     backend: Literal["offline", "llm"] = "offline"
     llm: JudgeLLMSettings | None = None  # the llm backend's server, decoding and limits
-    model: str = DEFAULT_MODEL
+    model: str = reaching("model", DEFAULT_MODEL)  # the embedding model: a local folder or a hub name
     batch_size: int = Field(default=64, ge=1)
     embedding_cache: bool = True
     support_threshold: float = Field(default=0.75, ge=-1, le=1)

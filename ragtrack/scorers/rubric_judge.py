@@ -36,6 +36,7 @@ from ragtrack.errors import InputError
 from ragtrack.gencache import open_cache
 from ragtrack.llm import LLMClient, LLMSettings, Message
 from ragtrack.prompts import defuse, fill, format_context, load_prompt
+from ragtrack.registry import reaching
 from ragtrack.scorers.base import Batch, Scorer, mean_or_nan, register_scorer
 from ragtrack.types import CaseScore, ComponentInfo, ScorerOutput, ScoreValue
 
@@ -60,7 +61,7 @@ class Params(LLMSettings):
     pass_threshold: float = Field(7.0, ge=1, le=10)
     max_parse_failure_rate: float = Field(0.1, ge=0, le=1)
     failure_score: float = Field(1.0, ge=1, le=10)
-    prompt_path: str | None = None  # None: the shipped prompts/rubric_judge_v1.md
+    prompt_path: str | None = reaching("path", None)  # None: the shipped prompts/rubric_judge_v1.md
 
 
 class Verdict(BaseModel):
