@@ -44,6 +44,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
+from ragtrack.quantities import value_key
 from ragtrack.text import norm
 
 __all__ = ["Fact", "cn_number", "fact_tokens", "facts", "missing_fact", "provided_keys", "words_number"]
@@ -56,16 +57,16 @@ class Fact(BaseModel):
 
     kind: str  # article | title | quote | date | time | range | percent | quantity | number
     token: str  # normalised: equal facts have equal tokens
-    keys: frozenset[str]  # tokens this fact supports in a statement (itself, plus e.g. the bare number)
+    keys: frozenset[str]  # tokens this fact supports in a statement (itself, its value key, e.g. the bare number)
     parts: tuple[str, ...] = ()  # a range in a statement also agrees when the support has both ends
+    value: str | None = None  # an amount with a unit by value (`ragtrack.quantities.value_key`): `3天` = `72 hours`
 
 
 # ------------------------------------------------------------------ numbers
 
 _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_CN_SMALL = {"十": 10, "百": 100, "千": 1000}
-_CN_BIG = {"万": 10_000, "亿": 100_000_000}
 _CN_NUM = "零〇一二两三四五六七八九十百千万亿"
+_CN_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000}
 _NOT_ONE_AFTER = frozenset("哪这那每同某任单唯统逐第")
 
 _EN_UNITS = {
@@ -79,26 +80,23 @@ _SCALE_WORDS = {"thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000
 
 
 def cn_number(s: str) -> int | None:
-    """The integer a run of Chinese numerals writes (`十二` = 12, `三千零五` = 3005), or None.
+    """The integer a run of Chinese numerals writes (`十二` = 12, `三千零五` = 3005), read by `cn2an`; or None.
 
     A run of bare digits without 十百千 (`二〇二三`) is read digit by digit (2023).
     """
     if not s or any(c not in _CN_NUM for c in s):
         return None
-    if all(c in _CN_DIGITS for c in s):
-        return int("".join(str(_CN_DIGITS[c]) for c in s))
-    total, section, digit = 0, 0, None
-    for c in s:
-        if c in _CN_DIGITS:
-            digit = _CN_DIGITS[c]
-        elif c in _CN_SMALL:
-            section += (1 if digit is None else digit) * _CN_SMALL[c]
-            digit = None
-        else:  # 万 亿
-            section += digit or 0
-            total = (total + section) * _CN_BIG[c] if c == "亿" else total + section * _CN_BIG[c]
-            section, digit = 0, None
-    return total + section + (digit or 0)
+    import warnings
+
+    import cn2an
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cn2an warns before it raises on a malformed run
+        try:
+            value = cn2an.cn2an(s, "normal")
+        except (ValueError, KeyError, IndexError):
+            return None
+    return int(value)
 
 
 def words_number(words: list[str]) -> int | None:
@@ -161,6 +159,9 @@ for _code, _spellings in {
     "km": ["公里", "千米", "kilometers", "kilometres", "km"],
     "m": ["米", "meters", "metres", "meter", "metre"],
     "cm": ["厘米", "centimeters", "centimetres", "centimeter", "centimetre", "cm"],
+    "mm": ["毫米", "millimeters", "millimetres", "millimeter", "millimetre", "mm"],
+    "t": ["吨", "tonnes", "tonne"],
+    "tb": ["terabytes", "terabyte", "tb"],
     "gb": ["gigabytes", "gigabyte", "gb"],
     "mb": ["megabytes", "megabyte", "mb"],
     "kb": ["kilobytes", "kilobyte", "kb"],
@@ -172,7 +173,11 @@ for _code, _spellings in {
     for _sp in _spellings:
         _UNITS[_sp] = _code
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+_UNIT_ALT_CN = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if not u.isascii())
 _CURRENCY_PREFIX = {"$": "usd", "¥": "cny", "€": "eur", "us$": "usd"}
+_PERMILLE = ("‰", "per mille", "permille")
+_ORDINALS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+             "ninth": 9, "tenth": 10, "twelfth": 12, "twentieth": 20, "hundredth": 100, "thousandth": 1000}
 
 # ------------------------------------------------------------------ patterns (on NFKC + casefold text)
 
@@ -199,7 +204,15 @@ _DATE_EN_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MON})\.?(?:,?\s+
 _DATE_EN_MY = re.compile(rf"\b({_MON})\.?,?\s+(\d{{4}})\b")
 _YEAR_CN = re.compile(r"(?<!\d)(\d{4})年(?!\d)")
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
-_PCT_CN = re.compile(f"百分之({_CNN}|{_NUM})")
+_FRACTION_CN = re.compile(f"({_CNN}|{_NUM})分之({_CNN}|{_NUM})")  # 百分之三 = 3%, 千分之三 = 3‰, 三分之一 = 1/3
+_ORDINAL = "|".join(sorted((*_ORDINALS, *(f"{o}s" for o in _ORDINALS if o != "halves")), key=len, reverse=True))
+_FRACTION_EN = re.compile(rf"{_NOT_AFTER_LETTER}(?:(a|an|{_WORD_NUM}|\d+)[\s-]+)?({_ORDINAL})\b(?!-)")
+_HALF_CN = re.compile(f"([{_CN_NUM}]+|\\d+)(?:个半({_UNIT_ALT_CN}|月)|({_UNIT_ALT_CN})半)")  # 一年半, 两个半小时
+_HALF_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(?:(a|an|one|{_WORD_NUM}|\d+)\s+({_UNIT_ALT})\s+and\s+a\s+half|half\s+(?:a|an)\s+({_UNIT_ALT}))\b"
+)  # a year and a half, half a year
+_HALF_ALONE_CN = re.compile(f"(?<![{_CN_NUM}0-9个])半个?({_UNIT_ALT_CN}|月)")  # 半年, 半个月, 半小时
+_TENTHS_CN = re.compile(f"([{_CN_NUM}]+|\\d+)(米|块|元)([一二三四五六七八九])(?![{_CN_NUM}点个]|{_UNIT_ALT_CN})")  # 一米二
 _AMOUNT = (
     rf"(?:(us\$|\$|¥|€)\s?)?(?:({_NUM})|{_NOT_AFTER_LETTER}({_WORD_NUM})|({_CNN}))"
     rf"(?:\s?(thousand|million|billion|万|亿))?"
@@ -209,7 +222,9 @@ _BETWEEN = re.compile(rf"\bbetween\s+({_NUM})\s+and\s+({_NUM})(?![\d])\s*{_RANGE
 _RANGE = re.compile(
     rf"{_NOT_AFTER_LETTER}({_NUM})\s*(?:-|–|—|~|～|至|到|\bto\b)\s*({_NUM})(?![\d])\s*(%|percent\b|(?:{_UNIT_ALT})(?![a-z]))?"
 )
-_QUANTITY = re.compile(rf"{_NOT_AFTER_LETTER}{_AMOUNT}(?:\s?(%|percent\b|per cent\b|(?:{_UNIT_ALT})(?![a-z])))?")
+_QUANTITY = re.compile(
+    rf"{_NOT_AFTER_LETTER}{_AMOUNT}(?:\s?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
+)
 _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w]|\.\d)")
 
 
@@ -262,6 +277,8 @@ def _unit(u: str | None) -> str | None:
     u = u.strip()
     if u in ("%", "percent", "per cent"):
         return "%"
+    if u in _PERMILLE:
+        return "‰"
     return _UNITS.get(u)
 
 
@@ -275,8 +292,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
     s = unicodedata.normalize("NFKC", text).casefold()
     out: list[Fact] = []
 
-    def add(kind: str, token: str, *extra: str, parts: tuple[str, ...] = ()) -> None:
-        out.append(Fact(kind=kind, token=token, keys=frozenset((token, *extra)), parts=parts))
+    def add(kind: str, token: str, *extra: str, parts: tuple[str, ...] = (), value: str | None = None) -> None:
+        keys = frozenset((token, *extra, *([value] if value else [])))
+        out.append(Fact(kind=kind, token=token, keys=keys, parts=parts, value=value))
 
     def take(pattern: re.Pattern[str], fn) -> None:  # noqa: ANN001 - local helper
         nonlocal s
@@ -340,10 +358,11 @@ def _facts(text: str) -> tuple[Fact, ...]:
             return False  # glued to letters: an identifier (3d, 5x)
         if spelled and words is not None and unit is None and value == 0:
             return False
-        if unit == "%":
-            add("percent", f"{number}%", number)
+        written = m.group(6) if m.group(6) is not None and _unit(m.group(6)) is not None else unit
+        if unit in ("%", "‰"):
+            add("percent", f"{number}{unit}", number, value=value_key(value, unit))
         elif unit is not None:
-            add("quantity", f"{number}{unit}", number)
+            add("quantity", f"{number}{unit}", number, value=value_key(value, written))
         else:
             add("number", number)
         return None
@@ -359,7 +378,13 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_DATE_EN_MY, lambda m: date(m.group(2), _MONTHS[m.group(1)], None))
     take(_YEAR_CN, lambda m: add("number", m.group(1)))
     take(_TIME, lambda m: add("time", f"{int(m.group(1))}:{m.group(2)}") if int(m.group(1)) < 24 and int(m.group(2)) < 60 else False)
-    take(_PCT_CN, lambda m: _pct_cn(m, add))
+    take(_FRACTION_CN, lambda m: _fraction(_cn_amount(m.group(2)), _cn_amount(m.group(1)), add))
+    take(_HALF_EN, lambda m: _half_en(m, add))
+    take(_FRACTION_EN, lambda m: _fraction(_en_amount(m.group(1)), Decimal(_ORDINALS[m.group(2).removesuffix("s")
+                                                                            if m.group(2) != "halves" else "half"]), add))
+    take(_HALF_CN, lambda m: _unit_amount(m.group(1), m.group(2) or m.group(3), Decimal("0.5"), add))
+    take(_HALF_ALONE_CN, lambda m: _unit_amount("0", m.group(1), Decimal("0.5"), add))
+    take(_TENTHS_CN, lambda m: _unit_amount(m.group(1), m.group(2), Decimal(cn_number(m.group(3)) or 0) / 10, add))
     take(_VERSION, lambda m: add("number", m.group(1)))
     take(_BETWEEN, range_)
     take(_RANGE, range_)
@@ -367,13 +392,60 @@ def _facts(text: str) -> tuple[Fact, ...]:
     return tuple(out)
 
 
-def _pct_cn(m: re.Match[str], add) -> bool | None:  # noqa: ANN001
-    inner = re.match(_AMOUNT, m.group(1))
+def _cn_amount(text: str) -> Decimal | None:
+    """A number written in digits or Chinese numerals (`三点五` = 3.5; a lone 十 百 千 万 is its value), or None."""
+    if text in _CN_SCALES:
+        return Decimal(_CN_SCALES[text])
+    inner = re.fullmatch(_AMOUNT, text)
     got = _amount(inner) if inner else None
-    if got is None:
+    return got[0] if got else None
+
+
+def _en_amount(text: str | None) -> Decimal | None:
+    """The numerator of an English fraction: `a`/`an`/none = 1, digits or number words."""
+    if text is None or text in ("a", "an"):
+        return Decimal(1)
+    if text[0].isdigit():
+        return Decimal(text)
+    n = words_number(re.split(r"[\s-]+", text.strip(" -")))
+    return None if n is None else Decimal(n)
+
+
+def _fraction(numerator: Decimal | None, denominator: Decimal | None, add) -> bool | None:  # noqa: ANN001
+    """`numerator / denominator` as a percent (per 100), per-mille (per 1000) or fraction fact, with its ratio value."""
+    if numerator is None or not denominator:
         return False
-    number = _fmt(got[0]) if got[1] else _digits(m.group(1))
-    add("percent", f"{number}%", number)
+    number = _fmt(numerator)
+    sign = {100: "%", 1000: "‰"}.get(int(denominator)) if denominator == int(denominator) else None
+    ratio = numerator / denominator
+    token = f"{number}{sign}" if sign else f"{number}/{_fmt(denominator)}"
+    add("percent", token, number, value=value_key(ratio, "ratio"))
+    return None
+
+
+def _half_en(m: re.Match[str], add) -> bool | None:  # noqa: ANN001
+    """`a year and a half` = 1.5 years, `half a year` = 0.5 years."""
+    if m.group(3) is not None:
+        whole, unit_word, extra = Decimal(0), m.group(3), Decimal("0.5")
+    else:
+        whole, unit_word, extra = _en_amount(m.group(1)), m.group(2), Decimal("0.5")
+    code = _UNITS.get(unit_word)
+    if whole is None or code is None:
+        return False
+    value = whole + extra
+    add("quantity", f"{_fmt(value)}{code}", _fmt(value), value=value_key(value, unit_word))
+    return None
+
+
+def _unit_amount(whole: str, unit_word: str, extra: Decimal, add) -> bool | None:  # noqa: ANN001
+    """`<whole><unit>` plus `extra` of the unit (一年半: 1.5 years; 一米二: 1.2 metres), as a quantity fact."""
+    n = _cn_amount(whole)
+    code = _UNITS.get(unit_word) or _UNITS.get(f"个{unit_word}")
+    if n is None or code is None:
+        return False
+    value = n + extra
+    number = _fmt(value)
+    add("quantity", f"{number}{code}", number, value=value_key(value, unit_word if unit_word in _UNITS else f"个{unit_word}"))
     return None
 
 
@@ -398,6 +470,8 @@ def missing_fact(statement_facts: list[Fact], support_norm: str, support_keys: f
         if f.kind in ("title", "quote"):
             if f.token[1:-1] not in support_norm:
                 return f.token
-        elif f.token not in support_keys and not (f.parts and all(p in support_keys for p in f.parts)):
+        elif f.token not in support_keys and f.value not in support_keys and not (
+            f.parts and all(p in support_keys for p in f.parts)
+        ):
             return f.token
     return None

@@ -183,7 +183,7 @@ class EaragScorer(EmbeddingScorer):
     """SPEC §4 over every case with a `reference` (items of a `rag` eval set)."""
 
     name = NAME
-    version = "1"
+    version = "2"  # 2: support verdicts with contradictions, quantities by value (ragtrack.facts)
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"

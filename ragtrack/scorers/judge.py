@@ -18,8 +18,10 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
+from rapidfuzz import fuzz
 
+from ragtrack.contradiction import conflict, quantity_conflict
 from ragtrack.facts import facts, missing_fact, provided_keys
 from ragtrack.lexical import content_tokens, coverage, split_statements
 from ragtrack.text import norm
@@ -28,13 +30,27 @@ __all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict"]
 
 
 class Verdict(BaseModel):
-    """Whether a statement is supported; `reason` is `no_match` or `fact_mismatch: <token>` when not."""
+    """Whether a statement is supported, and how well (`score`, 0..1: SPEC §3's graded support).
+
+    `reason` when it is not: `no_match`, `fact_mismatch: <token>`, or `contradicts: <what>`
+    (`contradicted`). A backend that only says yes or no scores 1 or 0.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     statement: str
     supported: bool
     reason: str = ""
+    score: float = -1.0  # -1: not given, 1 when supported else 0
+    closeness: float = -1.0  # how close the best evidence is, 0..1 (-1: not given, as `score`)
+    contradicted: bool = False
+
+    @model_validator(mode="after")
+    def _binary_by_default(self) -> Verdict:
+        for field in ("score", "closeness"):
+            if getattr(self, field) < 0:
+                object.__setattr__(self, field, 1.0 if self.supported else 0.0)
+        return self
 
 
 class JudgeFailure(Exception):
@@ -57,7 +73,7 @@ class RagJudge(Protocol):
         """The atomic statements of an answer (or ground-truth answer)."""
 
     def support(self, statements: Sequence[str], sources: Sequence[str]) -> list[Verdict]:
-        """One verdict per statement: is it supported by the source texts?"""
+        """One verdict per statement: is it supported by the source texts, and how well?"""
 
     def relevance(self, question: str, text: str) -> float:
         """How well `text` addresses `question`, 0..1."""
@@ -129,23 +145,36 @@ class OfflineJudge:
         joined = "\n".join(sources)
         whole, keys, all_tokens = norm(joined), provided_keys(joined), content_tokens(joined)
         cos = self._vec(list(statements)) @ self._vec(sents).T
-        out = []
-        for i, st in enumerate(statements):
-            n = norm(st)
-            if n and n in whole:
-                out.append(Verdict(statement=st, supported=True))
-                continue
-            tokens = content_tokens(st)
-            if not any(
-                cos[i, j] >= self.support_threshold or coverage(tokens, content_tokens(s)) >= self.lexical_threshold
-                for j, s in enumerate(sents)
-            ) and coverage(tokens, all_tokens) < self.sources_lexical_threshold:
-                out.append(Verdict(statement=st, supported=False, reason="no_match"))
-                continue
-            missing = missing_fact(facts(st), whole, keys)
-            reason = "" if missing is None else f"fact_mismatch: {missing}"
-            out.append(Verdict(statement=st, supported=missing is None, reason=reason))
-        return out
+        return [self._verdict(st, cos[i], sents, whole, keys, all_tokens) for i, st in enumerate(statements)]
+
+    def _verdict(self, st: str, cos: np.ndarray, sents: Sequence[str], whole: str, keys: frozenset[str],
+                 all_tokens: frozenset[str]) -> Verdict:
+        """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines `cos`)."""
+        n = norm(st)
+        if n and n in whole:
+            return Verdict(statement=st, supported=True, score=1.0, closeness=1.0)
+        tokens = content_tokens(st)
+        lex = [coverage(tokens, content_tokens(s)) for s in sents]
+        best = max(range(len(sents)), key=lambda j: (max(float(cos[j]), lex[j]), -j))
+        evidence = sents[best]
+        closeness = 0.5 * max(0.0, float(cos[best])) + 0.5 * fuzz.partial_ratio(n, norm(evidence)) / 100
+        matched = (
+            any(float(cos[j]) >= self.support_threshold or lex[j] >= self.lexical_threshold for j in range(len(sents)))
+            or coverage(tokens, all_tokens) >= self.sources_lexical_threshold
+        )
+        if not matched:
+            return Verdict(statement=st, supported=False, reason="no_match", score=0.5 * closeness, closeness=closeness)
+        st_facts = facts(st)
+        why = quantity_conflict(st_facts, facts(evidence), keys)
+        why = f"quantity {why}" if why else conflict(st, evidence)
+        if why:
+            return Verdict(statement=st, supported=False, reason=f"contradicts: {why}", score=0.0, closeness=closeness,
+                           contradicted=True)
+        missing = missing_fact(st_facts, whole, keys)
+        if missing is not None:
+            return Verdict(statement=st, supported=False, reason=f"fact_mismatch: {missing}", score=0.5 * closeness,
+                           closeness=closeness)
+        return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:
         lex = coverage(content_tokens(question), content_tokens(text))

@@ -111,7 +111,7 @@ class RagParams(SupportParams):
 
     match_ratio: float = Field(default=90.0, ge=0, le=100)
     match_scorer: Literal["ratio", "partial_ratio"] = "ratio"
-    correctness_f1_weight: float = Field(default=0.75, ge=0, le=1)
+    correctness_f1_weight: float = Field(default=1.0, ge=0, le=1)  # 1: no cosine term (it favours near-copies)
 
 
 class RagInputs(BaseModel):
@@ -161,7 +161,15 @@ _NO_GT_ANSWER = "no ground_truth_answer"
 
 
 def _share(verdicts: Sequence[Verdict]) -> float:
-    return sum(v.supported for v in verdicts) / len(verdicts)
+    """The mean graded support of the statements (`Verdict.score`: 1 or 0 for a yes/no backend)."""
+    return math.fsum(v.score for v in verdicts) / len(verdicts)
+
+
+def _agreement(verdicts: Sequence[Verdict]) -> float:
+    """The mean closeness of the statements to their best counterpart; one that contradicts it, or states a fact
+    it lacks, counts 0."""
+    return math.fsum(0.0 if v.contradicted or v.reason.startswith("fact_mismatch") else v.closeness
+                     for v in verdicts) / len(verdicts)
 
 
 def _supported_in_contexts(text: str, inp: RagInputs, judge: RagJudge, no_statements: str) -> Metric:
@@ -235,8 +243,8 @@ def answer_correctness(inp: RagInputs, judge: RagJudge, f1_weight: float) -> Met
     statements = judge.statements(inp.answer)
     if not statements:
         return Metric(value=0.0, reason=NO_ANSWER)
-    precision = _share(judge.support(statements, [gt]))
-    recall = _share(judge.support(gt_statements, [inp.answer]))
+    precision = _agreement(judge.support(statements, [gt]))
+    recall = _agreement(judge.support(gt_statements, [inp.answer]))
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return Metric(value=f1_weight * f1 + (1 - f1_weight) * max(0.0, judge.cosine(inp.answer, gt)))
 
@@ -372,7 +380,7 @@ class RagScorer(EmbeddingScorer):
     """SPEC §3 over every case with a `reference` (items of a `rag` eval set)."""
 
     name = NAME
-    version = "1"
+    version = "2"  # 2: graded support with contradictions, quantities by value, answer_correctness without cosine
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

@@ -27,7 +27,7 @@ def test_dev_set_has_12_pairs_per_metric_half_english_half_chinese_in_several_do
     assert len(per_metric) == 8 and min(per_metric.values()) >= 12
     assert Counter(p.lang for p in pairs) == {"en": len(pairs) // 2, "zh": len(pairs) // 2}
     assert len({p.domain for p in pairs}) >= 6
-    assert {p.split for p in pairs} == {"tune", "holdout", "blind"}
+    assert {p.split for p in pairs} == {"tune", "holdout", "blind", "heldout"}
 
 
 def test_better_and_worse_sides_differ_in_length_by_less_than_half(quality) -> None:

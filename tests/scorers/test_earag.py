@@ -7,10 +7,12 @@ import math
 from typing import Any
 
 import pytest
+from rapidfuzz import fuzz
 
 from ragtrack.errors import InputError
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.earag import level_of
+from ragtrack.text import norm
 from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 
@@ -34,26 +36,35 @@ def fake() -> FakeEncoder:
     return FakeEncoder({Q: [1, 0], A: [0.6, 0.8]})  # relevancy = cos = 0.6
 
 
+def rag_support() -> float:
+    """rag's graded support of A's one statement (SPEC §3): supported, its evidence CTX at closeness 0.5 · partial_ratio
+    (the fake encoder gives the statement an axis of its own: cosine 0)."""
+    return 0.5 + 0.5 * (0.5 * fuzz.partial_ratio(norm(A.rstrip(".")), norm(CTX.rstrip("."))) / 100)
+
+
 def test_every_dimension_by_hand() -> None:
     # answer entities 3.5%, FHA, Federal Reserve Board: the last is not in the context -> unmatched 1/3;
-    # rag faithfulness 1 (one statement, 4 of its 8 content tokens in the context sentence, 3.5% agrees)
+    # rag faithfulness: one statement, supported (4 of its 8 content tokens in the context sentence, 3.5% agrees)
     v = score(Q, A, (CTX,), encoder=fake(), thresholds={"entity_coverage": 0.8, "faithfulness": 0.7, "relevancy": 0.7,
                                                        "sufficiency": 0.8, "hallucination": 0.25})
-    faith = 1 - 0.1 / 3
+    s = rag_support()
+    faith = s - 0.1 / 3
     halluc = (1 - faith) + 0.5 / 3
-    assert v["rag_faithfulness"] == 1.0 and v["unmatched_ratio"] == pytest.approx(1 / 3)
+    overall = 0.30 + 0.25 * faith + 0.15 * 0.6 + 0.15 - 0.15 * halluc
+    assert v["rag_faithfulness"] == pytest.approx(s) and v["unmatched_ratio"] == pytest.approx(1 / 3)
     assert (v["entity_coverage"], v["sufficiency"]) == (1.0, 1.0)
     assert (v["faithfulness"], v["relevancy"], v["hallucination"]) == pytest.approx((faith, 0.6, halluc))
-    assert v["overall"] == pytest.approx(0.30 + 0.25 * faith + 0.15 * 0.6 + 0.15 - 0.15 * halluc)
-    assert v["level"] == "良好"
-    assert v["issues"] == "unverified_entities,relevancy_low"
+    assert v["overall"] == pytest.approx(overall)
+    assert 0.6 <= overall < 0.7 and v["level"] == "一般"
+    assert v["issues"] == "unverified_entities,faithfulness_low,relevancy_low,hallucination_high"
     assert json.loads(v["unverified_entities"]) == ["Federal Reserve Board"]
-    assert v["diagnosis"].startswith("包含未验证实体: ['Federal Reserve Board']；答案与问题相关性较低；答案质量: 良好 (评分: 0.75)")
+    assert v["diagnosis"].startswith("包含未验证实体: ['Federal Reserve Board']；事实忠实度不足；答案与问题相关性较低；检测到潜在幻觉；"
+                                     f"答案质量: 一般 (评分: {overall:.2f}) - 建议重新生成答案")
 
 
 def test_graph_entities_are_the_known_set_when_given() -> None:
     v = score(Q, A, (CTX,), graph=["FHA", "Federal Reserve Board", "3.5%"], encoder=fake())
-    assert (v["unmatched_ratio"], v["faithfulness"], v["hallucination"]) == (0.0, 1.0, 0.0)
+    assert (v["unmatched_ratio"], v["faithfulness"], v["hallucination"]) == pytest.approx((0.0, rag_support(), 1 - rag_support()))
 
 
 def test_a_question_without_entities_is_fully_covered() -> None:

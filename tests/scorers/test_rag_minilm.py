@@ -40,7 +40,7 @@ def _faithfulness(lang: str) -> dict[str, float]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_supported_statement_outranks_an_unsupported_or_changed_one(lang: str) -> None:
     f = _faithfulness(lang)
-    assert f["supported"] == 1.0 and f["changed"] == 0.0 and f["unsupported"] == 0.0
+    assert f["supported"] >= 0.5 and f["changed"] == 0.0 and f["unsupported"] < 0.5  # graded: supported ones score 0.5..1
 
 
 def _rag_files(tmp_path: Path) -> tuple[Path, Path]:
@@ -62,7 +62,8 @@ def test_score_json_names_rag_and_earag_metrics_counts_and_nulls(tmp_path: Path,
     assert main(["score", "--eval-set", str(eval_set), "--predictions", str(preds), "--scorer", "rag", "--scorer", "earag", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     m = doc["metrics"]
-    assert (m["rag/faithfulness"], m["rag/faithfulness_n"], m["rag/answer_correctness_n"]) == (0.5, 2.0, 1.0)
+    assert (m["rag/faithfulness_n"], m["rag/answer_correctness_n"]) == (2.0, 1.0)
+    assert 0.25 <= m["rag/faithfulness"] < 0.5  # the changed English answer 0, the supported Chinese one 0.5..1
     zh = next(c for c in doc["cases"] if c["id"] == "zh")
     assert zh["rag/context_recall"] is None and zh["rag/not_computed"].startswith("context_recall: no ground_truth_answer")
     assert zh["earag/level"] in ("优秀", "良好", "一般", "较差")

@@ -1,0 +1,167 @@
+"""Does a statement say the opposite of its evidence? Polarity, conditions and quantities (SPEC §3, offline backend).
+
+    polarity("The deposit is not refundable.")          # -> 1   (one negation)
+    polarity("押金可以退还")                               # -> 0
+    relations("apply at least 60 days before expiry")   # -> {"min", "before"}
+    conflict("A refund is given in full.", "Refunds are not given.")  # -> "polarity: negated in the source, not in the statement"
+
+Three closed classes of words decide, in English and Chinese alike, as stop words do:
+
+- **negation**: grammatical negators (`not`, `no`, `never`, `without`, `cannot`, `n't`,
+  `neither`, `nor`, `none`, `non-`, …; 不 未 没 无 非 勿 别 莫 and words they begin, such as
+  不得 无需 未经, plus prohibitions 禁止 严禁 `prohibited` `forbidden`). A word in which
+  the negator is part of a lexical item (非常 "very", 无论 "regardless", 不断
+  "continually", 不仅 "not only", 不同 "different") is not a negation. Two texts of
+  different counts of negations differ in polarity (a bound such as 不少于 or `no more
+  than` is a relation operator, not a negation).
+- **relation operators**: the words that set a bound or an order (`before`/`after`,
+  `at least`/`at most`, `more than`/`less than`, `within`/`beyond`, `if`/`unless`,
+  之前/之后, 以上/以下, 至少/最多, 超过/不超过; 前 后 内 after a number or a unit of
+  time), each with the operators that bound the other way. A statement whose operator
+  is not in its evidence, while one bounding the other way is, changes a condition.
+- **quantities** (`ragtrack.facts`): an amount of a family (time, money, length …) that
+  the sources do not hold, where the evidence holds an amount of the same family,
+  contradicts it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from ragtrack.facts import Fact
+
+__all__ = ["conflict", "polarity", "quantity_conflict", "relations"]
+
+_EN_WORD = re.compile(r"[a-z]+(?:'t)?")  # can't, don't: a word ending in n't
+_EN_NEGATORS = frozenset(
+    "not no never without cannot neither nor none nobody nothing nowhere non prohibited forbidden".split()
+)
+_CN_NEGATOR = re.compile("[不未没無无非勿别莫]|禁止|严禁")
+# Lexical items that begin with a negator but do not negate the sentence.
+_CN_NOT_NEGATION = re.compile(
+    "非常|无论|不论|不管|不断|不仅|不但|不只|不止|不同|不少|不久|不妨|无非|莫过于|别人|别的|特别|区别|分别|类别|级别|识别|"
+    "无人机|不动产|非法|无线|非营利|未来|未成年|无偿|无限|毫无疑问|并非只"
+)
+
+# relation operator -> its canonical name; each name has an opposite in _OPPOSITE.
+_EN_RELATIONS = {
+    "before": "before", "prior to": "before", "earlier than": "before", "ahead of": "before",
+    "after": "after", "following": "after", "later than": "after",
+    "at least": "min", "no less than": "min", "not less than": "min", "or more": "min", "minimum": "min",
+    "a minimum of": "min", "or longer": "min", "or older": "min",
+    "at most": "max", "no more than": "max", "not more than": "max", "or less": "max", "maximum": "max",
+    "a maximum of": "max", "up to": "max", "or fewer": "max", "or younger": "max", "or shorter": "max",
+    "more than": "over", "over": "over", "above": "over", "exceeding": "over", "exceeds": "over", "longer than": "over",
+    "less than": "under", "under": "under", "below": "under", "fewer than": "under", "shorter than": "under",
+    "within": "within", "beyond": "beyond", "outside": "beyond",
+    "unless": "unless", "if": "if", "only if": "if", "provided": "if",
+}
+_CN_RELATIONS = {
+    "之前": "before", "以前": "before", "提前": "before", "之后": "after", "以后": "after",
+    "至少": "min", "不少于": "min", "不低于": "min", "以上": "min", "起": "min", "最少": "min",
+    "最多": "max", "至多": "max", "不超过": "max", "不高于": "max", "以下": "max", "以内": "within",
+    "超过": "over", "高于": "over", "多于": "over", "低于": "under", "少于": "under", "不足": "under", "未满": "under",
+    "之外": "beyond", "以外": "beyond",
+    "除非": "unless", "如果": "if", "若": "if",
+}
+# A relation and those that bound the other way: "within 30 days" against "30 days after".
+_OPPOSITE = {"before": {"after"}, "after": {"before", "within"}, "within": {"after", "beyond", "over"},
+             "beyond": {"within"}, "min": {"max", "under"}, "max": {"min", "over"}, "over": {"under", "max", "within"},
+             "under": {"over", "min"}, "unless": {"if"}, "if": {"unless"}}
+_EN_REL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _EN_RELATIONS), key=len, reverse=True)) + r")\b")
+# The one-character postpositions 前 后 内 are relations only after a number or a unit of time (三天后, 30日内).
+_CN_POSTPOSITION = re.compile("(?<=[0-9一二三四五六七八九十两天日月年周时分秒])([前后内])")
+_CN_REL = re.compile("|".join(sorted(map(re.escape, _CN_RELATIONS), key=len, reverse=True)))
+_CN_POST = {"前": "before", "后": "after", "内": "within"}
+# A negated bound is the opposite bound, not a negation: 不得超过 = at most, must not exceed = at most.
+_NEGATED_BOUND = {
+    "max": re.compile(r"(?:不得|不能|不可|不应|不准|不会|不)(?:超过|高于|多于|大于|超出)|\b(?:not|never|n't)\s+(?:exceed|be more than|be longer than|go beyond)\b"),
+    "min": re.compile(r"(?:不得|不能|不可|不应|不)(?:少于|低于|小于|短于)|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"),
+}
+SAME_WORDING = 70  # rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
+_CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+
+
+@lru_cache(maxsize=65536)
+def polarity(text: str) -> int:
+    """How many negations `text` has (see the module doc)."""
+    s = _fold(text)
+    for pattern in (*_NEGATED_BOUND.values(), _CN_REL, _EN_REL):  # a bound (不得超过, no more than) is not a negation
+        s = pattern.sub(" ", s)
+    n = sum(1 for w in _EN_WORD.findall(s) if w in _EN_NEGATORS or w.endswith("n't"))
+    n += len(_CN_NEGATOR.findall(_CN_NOT_NEGATION.sub("", s)))
+    return n
+
+
+@lru_cache(maxsize=65536)
+def relations(text: str) -> frozenset[str]:
+    """The relation operators of `text`, by canonical name (`min`, `before`, …)."""
+    s = _fold(text)
+    found = {name for name, pattern in _NEGATED_BOUND.items() if pattern.search(s)}
+    for pattern in _NEGATED_BOUND.values():
+        s = pattern.sub(" ", s)
+    found |= {_EN_RELATIONS[m.group(1)] for m in _EN_REL.finditer(s)}
+    found |= {_CN_RELATIONS[m.group(0)] for m in _CN_REL.finditer(_CN_NOT_NEGATION.sub("", s))}
+    found |= {_CN_POST[m.group(1)] for m in _CN_POSTPOSITION.finditer(s)}
+    return frozenset(found)
+
+
+def quantity_conflict(statement_facts: list[Fact], evidence_facts: list[Fact], support_keys: frozenset[str]) -> str | None:
+    """A fact of the statement that the sources lack, where the evidence has another fact of its family (an
+    amount of the same kind, a date, a range, an article): `<it> vs <the evidence's>`."""
+    for f in statement_facts:
+        if f.kind in ("title", "quote") or f.token in support_keys or f.value in support_keys:
+            continue
+        if f.parts and all(p in support_keys for p in f.parts):
+            continue
+        family = _family(f)
+        rivals = [e.token for e in evidence_facts if _family(e) == family and e.token != f.token]
+        if rivals:
+            return f"{f.token} vs {rivals[0]}"
+    return None
+
+
+def _family(f: Fact) -> str:
+    """Facts that can stand for each other: amounts of one unit family, bare numbers, dates, ranges, articles, times."""
+    if f.value:
+        return f.value.split(":", 1)[0]
+    return "number" if f.kind in ("quantity", "percent", "number") else f.kind
+
+
+def conflict(statement: str, evidence: str) -> str | None:
+    """Why `statement` says the opposite of `evidence` in polarity or in a condition, or None.
+
+    Only a statement that keeps its evidence's wording is compared: rapidfuzz `ratio` ≥
+    `SAME_WORDING` between the shorter text and the clauses of the longer one that its
+    best alignment touches. A paraphrase may say "at most" for "must not exceed" or "the
+    first" for "no one before", so its words do not decide.
+    """
+    from rapidfuzz import fuzz
+
+    mine, theirs = _fold(statement), _fold(evidence)
+    short, long = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
+    aligned = fuzz.partial_ratio_alignment(short, long)  # the shorter text against its best-aligned part of the longer
+    if aligned is None:
+        return None
+    # The clauses of the longer text that the alignment touches: not a clause beside them, nor half of one.
+    start = max((m.end() for m in _CLAUSE_END.finditer(long, 0, aligned.dest_start)), default=0)
+    end = next((m.start() for m in _CLAUSE_END.finditer(long, aligned.dest_end)), len(long))
+    window = long[start:end]
+    if fuzz.ratio(short, window) < SAME_WORDING:
+        return None
+    statement, evidence = (short, window) if short is mine else (window, short)
+    if polarity(statement) != polarity(evidence):
+        more = "the statement" if polarity(statement) > polarity(evidence) else "the source"
+        return f"polarity: more negations in {more}"
+    mine, theirs = relations(statement), relations(evidence)
+    for r in sorted(mine - theirs):
+        rival = sorted((_OPPOSITE[r] & theirs) - mine)
+        if rival:
+            return f"condition: {r} where the source says {rival[0]}"
+    return None
