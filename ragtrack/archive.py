@@ -44,8 +44,18 @@ def _verified_copy(src: str, dst: Path, expected: str, *, algo: str = "sha1") ->
         raise InputError(src, f"the file changed while the run was scoring it ({algo} {expected[:12]}… is now {actual[:12]}…)")
 
 
+def eval_place(i: int, f: EvalFile) -> str:
+    """Where the run archives its `i`-th eval-set file, relative to the artifact root."""
+    return f"inputs/{i}/{f.stem}{Path(f.path).suffix}"
+
+
+def prompt_place(prompt_path: str) -> str:
+    """Where the run archives its prompt, relative to the artifact root."""
+    return f"prompt/{Path(prompt_path).name}"
+
+
 def _archive_eval_file(i: int, f: EvalFile, root: Path) -> EvalFile:
-    rel = f"inputs/{i}/{f.stem}{Path(f.path).suffix}"
+    rel = eval_place(i, f)
     dst = root / rel
     if f.data is not None:  # a derived subset: its bytes, not the source file's
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +103,7 @@ def write_archive(result: RunResult, root: Path) -> RunManifest:
     """Archive the run's inputs under `root`; the manifest with every archived path and hash."""
     m = result.manifest
     files = [_archive_eval_file(i, f, root) for i, f in enumerate(m.eval_files)]
-    prompt_rel = f"prompt/{Path(m.prompt_path).name}"
+    prompt_rel = prompt_place(m.prompt_path)
     _verified_copy(m.prompt_path, root / prompt_rel, m.prompt_sha256, algo="sha256")
     pred_rel, pred_sha1 = _archive_predictions(result, root)
     return m.model_copy(
@@ -169,10 +179,8 @@ class ArchivedRun(BaseModel):
     def places(self) -> dict[str, str | None]:
         """Where each archived input must lie (as `write_archive` puts it), by its manifest field."""
         m = self.manifest
-        out: dict[str, str | None] = {
-            f"eval_files[{i}].artifact_path": f"inputs/{i}/{f.stem}{Path(f.path).suffix}" for i, f in enumerate(m.eval_files)
-        }
-        out["prompt_artifact_path"] = f"prompt/{Path(m.prompt_path).name}"
+        out: dict[str, str | None] = {f"eval_files[{i}].artifact_path": eval_place(i, f) for i, f in enumerate(m.eval_files)}
+        out["prompt_artifact_path"] = prompt_place(m.prompt_path)
         pred = m.predictions_artifact_path or ""
         out["predictions_artifact_path"] = pred if pred.startswith("predictions/") and pred.count("/") == 1 else None
         return out

@@ -185,7 +185,7 @@ def _index(path: Path, caller: Caller, logged: str | None) -> Check:
     from ragtrack.config import read_yaml
     from ragtrack.trust import apply_overrides, settle
 
-    raw = apply_overrides(read_yaml(path), caller.overrides, sections=AUDIT_SECTIONS, only=caller_keys(path))
+    raw = apply_overrides(read_yaml(path), caller.overrides, sections=AUDIT_SECTIONS)  # checked by check_caller
     try:
         settled = settle(raw, "index", caller, where=str(path))
     except Refused as e:
@@ -246,31 +246,26 @@ def check_caller(archive: ArchivedRun, caller: Caller) -> None:
     from ragtrack.config import read_yaml
     from ragtrack.trust import apply_overrides
 
+    from ragtrack.trust import reach_keys
+
     if not caller.overrides:
         return
     raw = read_yaml(archive.config_path)
     if isinstance(raw, dict):
-        apply_overrides(raw, caller.overrides, sections=AUDIT_SECTIONS, only=caller_keys(archive.config_path),
+        keys = set().union(*(reach_keys(raw, s) for s in AUDIT_SECTIONS))
+        apply_overrides(raw, caller.overrides, sections=AUDIT_SECTIONS, only=keys,
                         why=": an audit proves the run's own scoring (a scoring change is `ragtrack rescore`)")
-
-
-def caller_keys(config_path: Path) -> set[str]:
-    """The keys an auditor may `--set`: the archived config's settings that reach outside the process."""
-    from ragtrack.config import read_yaml
-    from ragtrack.trust import reach_keys
-
-    raw = read_yaml(config_path)
-    return set().union(*(reach_keys(raw, s) for s in AUDIT_SECTIONS)) if isinstance(raw, dict) else set()
 
 
 def rescore_archive(archive: ArchivedRun, caller: Caller | None = None) -> tuple[FileScores, list[str]]:
     """The archived predictions scored against the archived eval files with the archived config's scorers
-    and gates, settled for the caller (`ragtrack.trust`); the notes of what was replaced."""
+    and gates, settled for the caller (`ragtrack.trust`; its `--set` checked by `check_caller`); the notes
+    of what was replaced."""
     from ragtrack.runner import config_scoring, score_files
     from ragtrack.trust import Caller
 
     caller = caller or Caller()
-    scoring = config_scoring(archive.config_path, caller, sections=AUDIT_SECTIONS, only=caller_keys(archive.config_path))
+    scoring = config_scoring(archive.config_path, caller, sections=AUDIT_SECTIONS)
     return score_files(archive.eval_paths, archive.predictions_path, scoring.scorers, scoring.gates), scoring.notes
 
 
@@ -353,6 +348,10 @@ class CaseDetail(BaseModel):
 
 
 def case_detail(run: LoggedRun, archive: ArchivedRun, case_id: str, caller: Caller | None = None) -> CaseDetail:
+    from ragtrack.trust import Caller
+
+    caller = caller or Caller()
+    check_caller(archive, caller)
     scored, _ = rescore_archive(archive, caller)
     ids = [c.id for c in scored.eval_set.cases]
     if case_id not in ids:

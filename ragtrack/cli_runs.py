@@ -233,10 +233,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 _MARKS = {"pass": "✓", "fail": "✗", "skip": "–"}
 
 
-def _print_case(run: LoggedRun, archive: ArchivedRun, case_id: str, args: argparse.Namespace) -> int:
+def _print_case(run: LoggedRun, archive: ArchivedRun, args: argparse.Namespace) -> int:
     from ragtrack.audit import case_detail
 
-    d = case_detail(run, archive, case_id, caller(args))
+    d = case_detail(run, archive, args.case, caller(args))
     print(f"case {d.case_id} of run {run.run_id} ({run.run_name})")
     print(f"\nquestion:\n  {d.question}")
     print(f"\ncontexts ({len(d.contexts)}):")
@@ -264,7 +264,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     with _workdir("ragtrack-audit-") as tmp:
         run, archive = _fetch(uri, args.run, tmp)
         if args.case is not None:
-            return _print_case(run, archive, args.case, args)
+            return _print_case(run, archive, args)
         report = audit(run, archive, caller(args))
     print_notes(report.notes)
     print(f"audit of run {run.run_id} ({run.run_name}, experiment {run.experiment_name}):")

@@ -3,7 +3,7 @@
     polarity("The deposit is not refundable.")          # -> 1   (one negation)
     polarity("押金可以退还")                               # -> 0
     relations("apply at least 60 days before expiry")   # -> {"min", "before"}
-    conflict("A refund is given in full.", "Refunds are not given.")  # -> "polarity: negated in the source, not in the statement"
+    conflict("The deposit is not refundable", "The deposit is refundable")  # -> "polarity: more negations in the statement"
 
 Three closed classes of words decide, in English and Chinese alike, as stop words do:
 
@@ -30,6 +30,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from rapidfuzz import fuzz
+
 from ragtrack.facts import Fact
 
 __all__ = ["conflict", "polarity", "quantity_conflict", "relations"]
@@ -45,7 +47,7 @@ _CN_NOT_NEGATION = re.compile(
     "无人机|不动产|非法|无线|非营利|未来|未成年|无偿|无限|毫无疑问|并非只"
 )
 
-# relation operator -> its canonical name; each name has an opposite in _OPPOSITE.
+# relation operator -> its canonical name; _OPPOSITE says which names bound the other way.
 _EN_RELATIONS = {
     "before": "before", "prior to": "before", "earlier than": "before", "ahead of": "before",
     "after": "after", "following": "after", "later than": "after",
@@ -142,8 +144,6 @@ def conflict(statement: str, evidence: str) -> str | None:
     best alignment touches. A paraphrase may say "at most" for "must not exceed" or "the
     first" for "no one before", so its words do not decide.
     """
-    from rapidfuzz import fuzz
-
     mine, theirs = _fold(statement), _fold(evidence)
     short, long = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
     aligned = fuzz.partial_ratio_alignment(short, long)  # the shorter text against its best-aligned part of the longer
@@ -155,13 +155,13 @@ def conflict(statement: str, evidence: str) -> str | None:
     window = long[start:end]
     if fuzz.ratio(short, window) < SAME_WORDING:
         return None
-    statement, evidence = (short, window) if short is mine else (window, short)
-    if polarity(statement) != polarity(evidence):
-        more = "the statement" if polarity(statement) > polarity(evidence) else "the source"
+    said, source = (short, window) if short is mine else (window, short)
+    if polarity(said) != polarity(source):
+        more = "the statement" if polarity(said) > polarity(source) else "the source"
         return f"polarity: more negations in {more}"
-    mine, theirs = relations(statement), relations(evidence)
-    for r in sorted(mine - theirs):
-        rival = sorted((_OPPOSITE[r] & theirs) - mine)
+    ours, its = relations(said), relations(source)
+    for r in sorted(ours - its):
+        rival = sorted((_OPPOSITE[r] & its) - ours)
         if rival:
             return f"condition: {r} where the source says {rival[0]}"
     return None

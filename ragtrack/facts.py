@@ -358,7 +358,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
             return False  # glued to letters: an identifier (3d, 5x)
         if spelled and words is not None and unit is None and value == 0:
             return False
-        written = m.group(6) if m.group(6) is not None and _unit(m.group(6)) is not None else unit
+        written = m.group(6) if m.group(6) is not None else unit  # the unit as written, else the currency sign's
         if unit in ("%", "‰"):
             add("percent", f"{number}{unit}", number, value=value_key(value, unit))
         elif unit is not None:
@@ -382,9 +382,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_HALF_EN, lambda m: _half_en(m, add))
     take(_FRACTION_EN, lambda m: _fraction(_en_amount(m.group(1)), Decimal(_ORDINALS[m.group(2).removesuffix("s")
                                                                             if m.group(2) != "halves" else "half"]), add))
-    take(_HALF_CN, lambda m: _unit_amount(m.group(1), m.group(2) or m.group(3), Decimal("0.5"), add))
-    take(_HALF_ALONE_CN, lambda m: _unit_amount("0", m.group(1), Decimal("0.5"), add))
-    take(_TENTHS_CN, lambda m: _unit_amount(m.group(1), m.group(2), Decimal(cn_number(m.group(3)) or 0) / 10, add))
+    take(_HALF_CN, lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2) or m.group(3), Decimal("0.5"), add))
+    take(_HALF_ALONE_CN, lambda m: _unit_amount(Decimal(0), m.group(1), Decimal("0.5"), add))
+    take(_TENTHS_CN, lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2), Decimal(cn_number(m.group(3)) or 0) / 10, add))
     take(_VERSION, lambda m: add("number", m.group(1)))
     take(_BETWEEN, range_)
     take(_RANGE, range_)
@@ -426,26 +426,19 @@ def _fraction(numerator: Decimal | None, denominator: Decimal | None, add) -> bo
 def _half_en(m: re.Match[str], add) -> bool | None:  # noqa: ANN001
     """`a year and a half` = 1.5 years, `half a year` = 0.5 years."""
     if m.group(3) is not None:
-        whole, unit_word, extra = Decimal(0), m.group(3), Decimal("0.5")
-    else:
-        whole, unit_word, extra = _en_amount(m.group(1)), m.group(2), Decimal("0.5")
-    code = _UNITS.get(unit_word)
+        return _unit_amount(Decimal(0), m.group(3), Decimal("0.5"), add)
+    return _unit_amount(_en_amount(m.group(1)), m.group(2), Decimal("0.5"), add)
+
+
+def _unit_amount(whole: Decimal | None, unit_word: str, extra: Decimal, add) -> bool | None:  # noqa: ANN001
+    """`<whole><unit>` plus `extra` of the unit (一年半: 1.5 years; 一米二: 1.2 metres), as a quantity fact."""
+    word = unit_word if unit_word in _UNITS else f"个{unit_word}"  # 一个半月: the unit is 个月
+    code = _UNITS.get(word)
     if whole is None or code is None:
         return False
     value = whole + extra
-    add("quantity", f"{_fmt(value)}{code}", _fmt(value), value=value_key(value, unit_word))
-    return None
-
-
-def _unit_amount(whole: str, unit_word: str, extra: Decimal, add) -> bool | None:  # noqa: ANN001
-    """`<whole><unit>` plus `extra` of the unit (一年半: 1.5 years; 一米二: 1.2 metres), as a quantity fact."""
-    n = _cn_amount(whole)
-    code = _UNITS.get(unit_word) or _UNITS.get(f"个{unit_word}")
-    if n is None or code is None:
-        return False
-    value = n + extra
     number = _fmt(value)
-    add("quantity", f"{number}{code}", number, value=value_key(value, unit_word if unit_word in _UNITS else f"个{unit_word}"))
+    add("quantity", f"{number}{code}", number, value=value_key(value, word))
     return None
 
 

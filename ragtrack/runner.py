@@ -252,11 +252,10 @@ class ConfigScoring(BaseModel):
     notes: list[str]  # settings of the config replaced by the caller's
 
 
-def config_scoring(path: Path, caller: Caller | None = None, *, sections: Sequence[str] = ("scorers", "gates"),
-                   only: set[str] | None = None) -> ConfigScoring:
+def config_scoring(path: Path, caller: Caller | None = None, *, sections: Sequence[str] = ("scorers", "gates")) -> ConfigScoring:
     """The scorers (with their parameters) and gates of a run's archived `config.yaml`.
 
-    The caller's overrides are applied first (keys in `sections`; `only`: just these keys); what the
+    The caller's overrides are applied first (keys in `sections`); what the
     config says about where to reach (servers, key variables, paths, models) is settled
     by `ragtrack.trust.settle`, so nothing in the file chooses a host, a secret or a path.
     """
@@ -267,7 +266,7 @@ def config_scoring(path: Path, caller: Caller | None = None, *, sections: Sequen
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise InputError(str(path), "expected a run's config.yaml (a mapping with `scorers` and `gates`)")
-    settled = settle(apply_overrides(raw, caller.overrides, sections=sections, only=only), "scorers", caller, where=str(path))
+    settled = settle(apply_overrides(raw, caller.overrides, sections=sections), "scorers", caller, where=str(path))
     try:
         cfg = RunConfig.from_container(settled.config)
     except InputError as e:
