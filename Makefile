@@ -37,7 +37,8 @@ bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress 
 	$(BIN)/python bench/bench_llm.py
 	$(BIN)/python bench/bench_llm_judge.py
 
-ui: $(STAMP)  ## the MLflow UI on the demo's store
+ui: $(STAMP)  ## the MLflow UI on the demo's store (created or migrated first, under ragtrack's lock)
+	$(BIN)/ragtrack store init --tracking-uri sqlite:///$(CURDIR)/mlflow.db
 	@echo "open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning  (the runs view, not the GenAI one)"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
 

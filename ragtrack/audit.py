@@ -9,6 +9,7 @@ artifacts, and returns one `Check` per claim:
 - the archived prompt's sha256 equals `prompt_sha256`;
 - `index_version` re-derives from the index when its inputs are here (`runner.index_version`,
   the same function the run used; a configured version is a label and is compared as such);
+  with `deep`, the cached vectors of a built index equal its chunks embedded afresh;
 - the archived `config.yaml` hashes to `config_sha256`;
 - each scorer the run used is installed here with the same name, version and code hash;
 - the archived predictions file's sha1 equals the recorded one;
@@ -165,7 +166,7 @@ def _archive(archive: ArchivedRun) -> Check:
                   "; ".join(problems[:3]) + (f" … and {len(problems) - 3} more" if len(problems) > 3 else ""))
 
 
-def _config(run: LoggedRun, archive: ArchivedRun, caller: Caller) -> tuple[list[Check], RunConfig | None]:
+def _config(run: LoggedRun, archive: ArchivedRun, caller: Caller, deep: bool) -> tuple[list[Check], RunConfig | None]:
     logged = run.params.get("config_sha256")
     try:
         path = archive.config_path
@@ -177,10 +178,16 @@ def _config(run: LoggedRun, archive: ArchivedRun, caller: Caller) -> tuple[list[
     if actual != logged and MASK in path.read_text(encoding="utf-8"):
         bad += f" (the archived config has masked values {MASK!r}: a secret reached the config)"
     checks = [_check("config.yaml", actual == logged, f"sha256 {_short(actual)} = config_sha256", bad)]
-    return checks + [_index(path, caller, run.params.get("index_version"))], cfg
+    logged_index = run.params.get("index_version")
+    check, settled = _index(path, caller, logged_index)
+    checks.append(check)
+    if deep:
+        checks.append(vectors_check(settled, logged_index) if settled is not None and check.status == "pass" else
+                      Check(name="index vectors", status="skip", detail="not compared: index_version was not re-derived"))
+    return checks, cfg
 
 
-def _index(path: Path, caller: Caller, logged: str | None) -> Check:
+def _index(path: Path, caller: Caller, logged: str | None) -> tuple[Check, RunConfig | None]:
     """`index_check` on the archived config's index, whose folders, files and model are the caller's to give."""
     from ragtrack.config import read_yaml
     from ragtrack.trust import apply_overrides, settle
@@ -192,8 +199,30 @@ def _index(path: Path, caller: Caller, logged: str | None) -> Check:
         keys = ", ".join(f"--set {s.key}=…" for s in e.settings)
         shown = "; ".join(s.show() for s in e.settings)
         return Check(name="index", status="skip", detail=f"{logged} not re-derived: the run's config names {shown}; "
-                     f"to re-derive it from inputs of yours, give {keys}")
-    return index_check(RunConfig.from_container(settled.config), logged)
+                     f"to re-derive it from inputs of yours, give {keys}"), None
+    cfg = RunConfig.from_container(settled.config)
+    return index_check(cfg, logged), cfg
+
+
+def vectors_check(cfg: RunConfig, version: str | None) -> Check:
+    """`--deep`: the cached vectors of a built index against a fresh embedding of its chunks.
+
+    The index cache is shared and verified by checksums (`ragtrack.index.build`); this also
+    catches vectors whose checksums were rewritten to match, and an embedding cache that
+    gave wrong vectors: the fresh embedding uses neither cache.
+    """
+    from ragtrack.index.build import DEEP_TOLERANCE, index_spec, open_index, verify_vectors
+
+    if not cfg.index.built:
+        return Check(name="index vectors", status="skip", detail="the run's index is a file or a label: no vectors to compare")
+    spec = index_spec(cfg.index)
+    index = open_index(spec)
+    delta = verify_vectors(spec, index.vectors)
+    return _check("index vectors", delta <= DEEP_TOLERANCE,
+                  f"the {len(spec.chunks)} cached vectors of {version} equal a fresh embedding of its chunks "
+                  f"(max |Δ| {delta:.1e})",
+                  f"the cached vectors of {version} in {index.path} differ from a fresh embedding of its chunks "
+                  f"(max |Δ| {delta:.2g}): the cache was damaged or tampered with; delete that folder to rebuild it")
 
 
 def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
@@ -303,19 +332,20 @@ def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
                   f"column(s) differ: {', '.join(differing[:5])}")
 
 
-def audit(run: LoggedRun, archive: ArchivedRun, caller: Caller | None = None) -> AuditReport:
+def audit(run: LoggedRun, archive: ArchivedRun, caller: Caller | None = None, *, deep: bool = False) -> AuditReport:
     """Every check of the run (see the module docstring), in a fixed order.
 
     The archived config is someone else's: its servers, key variables, paths and models
     are used only as `caller` settles them (`ragtrack.trust`); a check they would be
-    needed for is skipped, naming them, when the caller gave none.
+    needed for is skipped, naming them, when the caller gave none. `deep` adds
+    `vectors_check`: the index embedded afresh.
     """
     from ragtrack.trust import Caller
 
     caller = caller or Caller()
     check_caller(archive, caller)
     checks = [_status(run), _archive(archive), *_eval_files(run, archive), _prompt(run, archive)]
-    config_checks, _ = _config(run, archive, caller)
+    config_checks, _ = _config(run, archive, caller, deep)
     checks += config_checks + _scorers(run, archive) + [_predictions(run, archive)]
     notes: list[str] = []
     try:

@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--run", required=True, metavar="RUN_ID", help="the MLflow run whose per-case scores are compared")
     c.add_argument("--column", default="rubric_judge/weighted_score", help="per-case column compared (default: %(default)s)")
     c.add_argument("--tracking-uri", default=None, help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    st = sub.add_parser("store", help="create or migrate a tracking store before `mlflow ui` / `mlflow server` open it")
+    st.add_argument("action", choices=["init"], help="create the store, or bring it to this MLflow's schema, safely")
+    st.add_argument("--tracking-uri", default=None, help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
     from ragtrack.cli_runs import add_parsers
 
     add_parsers(sub)  # compare, audit, rescore
@@ -234,9 +237,21 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_store_init(args: argparse.Namespace) -> int:
+    """Open the store the way every ragtrack command does (`tracking.store`): created or checked under its lock."""
+    from ragtrack.redact import redact_text
+    from ragtrack.tracking import resolve_tracking_uri
+    from ragtrack.tracking.session import connect
+
+    uri = resolve_tracking_uri(args.tracking_uri, Path.cwd())
+    connect(uri)
+    print(f"store ready: {redact_text(uri)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from ragtrack.errors import InputError
+    from ragtrack.errors import DiskFull, InputError
     from ragtrack.termination import Terminated, exit_code
 
     try:
@@ -255,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_list()
         if args.command == "calibrate":
             return cmd_calibrate(args)
+        if args.command == "store":
+            return cmd_store_init(args)
         if args.command in ("compare", "audit", "rescore"):
             from ragtrack import cli_runs
 
@@ -262,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"ragtrack: error: {e}", file=sys.stderr)
         return 2
+    except DiskFull as e:
+        print(f"ragtrack: error: {e}", file=sys.stderr)
+        return 1
     except (KeyboardInterrupt, Terminated) as e:
         what = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
         tracked = ": the run ended KILLED" if argv[:1] == ["run"] else ""  # only `run` logs to MLflow

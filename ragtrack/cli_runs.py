@@ -78,6 +78,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     a = sub.add_parser("audit", help="prove a run: re-derive its hashes and re-score its archived answers")
     a.add_argument("run", metavar="RUN_ID")
     a.add_argument("--case", metavar="ID", help="show this case: question, contexts, raw answer, every subscore and the versions behind them")
+    a.add_argument("--deep", action="store_true",
+                   help="also embed the index's chunks afresh and compare them with the cached vectors (a poisoned "
+                        "shared cache fails); needs --set index.corpus.dir=DIR")
     add_caller_options(a, "a server, key variable, path or model of yours in place of the run's (repeatable), "
                        "e.g. --set index.corpus.dir=DIR, --set scorers.rag.model=DIR")
     _uri_option(a)
@@ -265,7 +268,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         run, archive = _fetch(uri, args.run, tmp)
         if args.case is not None:
             return _print_case(run, archive, args)
-        report = audit(run, archive, caller(args))
+        report = audit(run, archive, caller(args), deep=args.deep)
     print_notes(report.notes)
     print(f"audit of run {run.run_id} ({run.run_name}, experiment {run.experiment_name}):")
     for c in report.checks:

@@ -10,6 +10,12 @@ it needs the `server` extra (psycopg, moto[server], boto3).
 
 Every component that cannot start raises `ComponentError`, naming the component and why
 (the last lines of its log). Everything lives in temporary directories removed at `stop`.
+
+Each component runs in a process group of its own (PostgreSQL's `pg_ctl` puts the server
+in a new session itself), out of reach of a signal to the owner's group: so each gets a
+guard, a small process of its own that ends the group, and removes the component's temporary
+directory, within a second of the owner's death, also when the owner was SIGKILLed
+(`timeout -k`, a cancelled CI job). A guard whose group has gone exits too.
 """
 
 from __future__ import annotations
@@ -32,11 +38,13 @@ from pathlib import Path
 __all__ = ["AWS_ENV", "ComponentError", "MotoS3", "Postgres", "TrackingServer", "free_port", "main"]
 
 HOST = "127.0.0.1"
-PG_USER = "mlflow"  # the database role the stack creates (trust authentication, 127.0.0.1 only)
+PG_USER = "mlflow"  # the database role the stack creates (password authentication, 127.0.0.1 only)
 # Any values do for the S3 stand-in; a real S3/MinIO takes the team's credentials here.
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 BIN = Path(sys.executable).parent
 LOG_LINES = 6  # lines of a component's log quoted when it fails to start
+GUARD_INTERVAL_S = 0.5  # how often a guard looks whether its owner is alive
+GUARD_GRACE_S = 5.0  # what an orphaned component gets after SIGTERM, before SIGKILL
 
 
 class ComponentError(RuntimeError):
@@ -74,9 +82,57 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def _spawn(cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A process in its own group (so stopping it stops its workers too), output to `log`."""
+    """A process in its own group (so stopping it stops its workers too), output to `log`, guarded (see `guard`)."""
     with log.open("ab") as out:
-        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+    guard(proc.pid)
+    return proc
+
+
+def guard(pgid: int, *dirs: Path) -> subprocess.Popen[bytes]:
+    """Start a process that ends group `pgid` and removes `dirs` once this process is gone, however it went."""
+    import psutil
+
+    owner = psutil.Process()
+    cmd = [sys.executable, "-m", "ragtrack.devserver", "--guard", str(owner.pid), repr(owner.create_time()), str(pgid),
+           *map(str, dirs)]
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True)
+
+
+def _guard_loop(owner: int, created: float, pgid: int, dirs: list[str], interval: float = GUARD_INTERVAL_S) -> None:
+    import psutil
+
+    def alive() -> bool:
+        try:
+            return psutil.Process(owner).create_time() == created  # a reused pid has another start time
+        except psutil.NoSuchProcess:
+            return False
+
+    def group_left() -> bool:
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # the group runs as another user (PostgreSQL); we are root or its owner
+            return True
+
+    while group_left():
+        if not alive():
+            for sig, wait in ((signal.SIGTERM, GUARD_GRACE_S), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(pgid, sig)
+                except ProcessLookupError:
+                    break
+                deadline = time.monotonic() + wait
+                while group_left() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            for d in dirs:
+                shutil.rmtree(d, ignore_errors=True)
+            return
+        time.sleep(interval)
 
 
 def _stop(proc: subprocess.Popen[bytes] | None, timeout: float = 20) -> None:
@@ -112,10 +168,13 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], component: str, log: Pat
 
 
 class Postgres:
-    """A PostgreSQL cluster in a temporary directory, listening on 127.0.0.1 only.
+    """A PostgreSQL cluster in a temporary directory, listening on 127.0.0.1 only, with password authentication.
 
     `initdb` and `pg_ctl` refuse to run as root: then they run as the `postgres` user, in a
     directory of its own under the system temp dir (pytest's tmp dirs are private to root).
+    Every connection, local socket included, needs the role's password (scram-sha-256; no
+    `trust`). The password is made at random and kept only in a libpq password file (mode
+    0600) that the URIs name (`?passfile=…`): it appears in no command line, URI or log.
     """
 
     component = "PostgreSQL"
@@ -123,6 +182,7 @@ class Postgres:
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
         self.dir: Path | None = None
+        self.secrets: Path | None = None  # holds `pgpass`, the clients' password file
 
     def _as_owner(self) -> list[str]:
         return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
@@ -155,7 +215,20 @@ class Postgres:
         if os.geteuid() == 0:
             os.chown(self.dir, owner.pw_uid, owner.pw_gid)
         data = self.dir / "data"
-        self._run("initdb", "-D", str(data), "-A", "trust", "-U", PG_USER, "--no-sync", "-E", "UTF8")
+        password = secrets.token_urlsafe(24)
+        pwfile = self.dir / "initdb-password"
+        pwfile.write_text(password + "\n", encoding="utf-8")
+        pwfile.chmod(0o600)
+        if os.geteuid() == 0:
+            os.chown(pwfile, owner.pw_uid, owner.pw_gid)
+        try:
+            self._run("initdb", "-D", str(data), "-A", "scram-sha-256", "-U", PG_USER, f"--pwfile={pwfile}", "--no-sync",
+                      "-E", "UTF8")
+        finally:
+            pwfile.unlink(missing_ok=True)
+        self.secrets = Path(tempfile.mkdtemp(prefix="ragtrack-pgpass-"))  # 0700, the caller's
+        (self.secrets / "pgpass").touch(mode=0o600)
+        (self.secrets / "pgpass").write_text(f"{HOST}:{self.port}:*:{PG_USER}:{password}\n", encoding="utf-8")
         self.resume()
 
     def resume(self) -> None:
@@ -165,6 +238,8 @@ class Postgres:
             return
         options = f"-p {self.port} -k {self.dir} -c listen_addresses={HOST} -c fsync=off"
         self._run("pg_ctl", "-D", str(self.dir / "data"), "-o", options, "-l", str(self.log), "-w", "start")
+        postmaster = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+        guard(os.getpgid(postmaster), self.dir, *([self.secrets] if self.secrets else []))  # pg_ctl gave it its own session
 
     def pause(self) -> None:
         """Stop the server, keeping its data: clients now get 'connection refused'."""
@@ -178,14 +253,21 @@ class Postgres:
         except ImportError:
             raise ComponentError(self.component, "the `psycopg` driver is not installed (pip install 'ragtrack[server]')") from None
         try:
-            with psycopg.connect(host=HOST, port=self.port, user=PG_USER, dbname="postgres", autocommit=True) as con:
+            with psycopg.connect(host=HOST, port=self.port, user=PG_USER, dbname="postgres", passfile=str(self.passfile),
+                                 autocommit=True) as con:
                 con.execute(f'CREATE DATABASE "{name}"')
         except psycopg.Error as e:
             raise ComponentError(self.component, f"CREATE DATABASE {name}: {e}") from None
         return self.uri(name)
 
+    @property
+    def passfile(self) -> Path:
+        assert self.secrets is not None, "start() first"
+        return self.secrets / "pgpass"
+
     def uri(self, database: str) -> str:
-        return f"postgresql+psycopg://{PG_USER}@{HOST}:{self.port}/{database}"
+        """The SQLAlchemy URI of `database`: the role, and the password file to read its password from."""
+        return f"postgresql+psycopg://{PG_USER}@{HOST}:{self.port}/{database}?passfile={self.passfile}"
 
     def stop(self) -> None:
         if self.dir is None:
@@ -196,6 +278,9 @@ class Postgres:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir = None
+        if self.secrets is not None:
+            shutil.rmtree(self.secrets, ignore_errors=True)
+            self.secrets = None
 
 
 class MotoS3:
@@ -305,6 +390,10 @@ class TrackingServer:
 
 def main(argv: list[str] | None = None) -> int:
     """`make server`: the stack in the foreground until Ctrl-C; every trace of it is removed then."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--guard"]:  # see `guard`
+        _guard_loop(int(argv[1]), float(argv[2]), int(argv[3]), argv[4:])
+        return 0
     p = argparse.ArgumentParser(prog="python -m ragtrack.devserver", description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, default=5000, help="the tracking server's port (default 5000)")
     p.add_argument("--auth", action="store_true",
@@ -331,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             server = TrackingServer(root, pg.create_database("mlflow"), f"s3://{args.bucket}/artifacts", s3.endpoint,
                                     auth=auth, port=args.port)
             server.start()
+            guard(server.proc.pid, root)  # a SIGKILLed `make server` leaves no folder behind either
             print(f"PostgreSQL  {pg.uri('mlflow')}\nS3 (moto)   {s3.endpoint}  bucket {args.bucket}\n"
                   f"MLflow      {server.url}{'  (basic-auth, admin ' + auth[0] + ')' if auth else ''}\n\n"
                   f"export MLFLOW_TRACKING_URI={server.url}\n\nCtrl-C stops everything and deletes its data ({root}).",

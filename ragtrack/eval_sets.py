@@ -23,8 +23,18 @@ from ragtrack.jsonl import iter_jsonl, loads
 from ragtrack.predictions import PREDICTION_KEYS
 from ragtrack.types import EvalCase, EvalFile, EvalFormat, EvalSet, ExpectedV2, Gold, RagReference, SubsetInfo
 
-__all__ = ["LoadedFile", "detect_format", "load_eval_file", "load_eval_set", "make_subset", "subset_eval_set"]
+__all__ = [
+    "MAX_CASE_ID",
+    "LoadedFile",
+    "detect_format",
+    "id_problem",
+    "load_eval_file",
+    "load_eval_set",
+    "make_subset",
+    "subset_eval_set",
+]
 
+MAX_CASE_ID = 250  # characters: MLflow's MAX_CHARS_IN_TRACE_INFO_METADATA (each case's trace keeps its id there)
 SUBSET_ALGORITHM = "random.Random(seed).sample(range(n_items), n), kept in file order"
 
 
@@ -162,6 +172,8 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
                 where=where(i), field=_FORMAT_KEYS[other](item),
             )
         case = _to_case(parsed, i)
+        if (problem := id_problem(case.id)) is not None:
+            raise InputError(str(path), problem, where=where(i), field="qid" if fmt == "qaset" else "id")
         if not case.question.strip():
             raise InputError(str(path), "must not be empty", where=where(i), field="q" if fmt == "qaset" else "question")
         if case.id in seen:
@@ -173,6 +185,16 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
         cases.append(case)
     file = EvalFile(path=str(path), stem=path.stem, format=fmt, sha1=sha1_bytes(data), n_items=len(raw))
     return LoadedFile(file=file, items=raw, cases=cases, jsonl=jsonl)
+
+
+def id_problem(case_id: str) -> str | None:
+    """Why `case_id` cannot identify a case, or None: it must show, and fit where MLflow keeps it."""
+    if not case_id.strip():
+        return "must not be empty"
+    if len(case_id) > MAX_CASE_ID:
+        return (f"is {len(case_id)} characters long; at most {MAX_CASE_ID} (MLflow's limit on a trace's metadata "
+                "values, where the case id is kept)")
+    return None
 
 
 def _reject_predictions(raw: list[Any], file: str, where: Callable[[int], str]) -> None:

@@ -13,6 +13,11 @@ crash or a full disk) is skipped and counted, never fatal. A writer that finds t
 not ending in a newline adds one before its first line, so a torn line cannot swallow
 the next answer.
 
+Entries are verified, not trusted: each carries the sha256 of its own content (`sha256`),
+and one whose content does not match (edited by hand or by a faulty writer, or written
+before entries had it) is not used: its request is sent again, and the new answer
+appended. Opening a cache with such entries says so in one warning line.
+
 The key (`request_key`) is the sha256 of the canonical JSON of everything that
 determines an answer: endpoint, model, the rendered messages, the decoding parameters
 and the seed. No credential is part of it, and none is stored: an entry holds the key,
@@ -23,6 +28,7 @@ never cached: only answers are written.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -37,6 +43,7 @@ from ragtrack.hashing import sha256_json
 __all__ = ["CACHE_FILE", "CacheEntry", "GenCache", "open_cache", "request_key"]
 
 CACHE_FILE = "generations.jsonl"
+log = logging.getLogger("ragtrack")
 
 
 class CacheEntry(BaseModel):
@@ -50,6 +57,10 @@ class CacheEntry(BaseModel):
     usage: dict[str, int]
     latency_ms: float
     finish_reason: str | None = None
+
+    def checksum(self) -> str:
+        """sha256 of the entry's canonical JSON: stored beside it, compared when it is read."""
+        return sha256_json(self.model_dump())
 
 
 def request_key(endpoint: str, model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
@@ -68,7 +79,11 @@ class GenCache:
             raise InputError(str(directory), f"cannot create the cache directory: {e.strerror or e}", field="cache_dir") from None
         self._entries: dict[str, CacheEntry] = {}
         self.n_skipped = 0  # lines that were not whole entries (torn writes)
+        self.n_unverified = 0  # whole entries whose content does not match their checksum: not used
         self._read()
+        if self.n_unverified:
+            log.warning("generation cache %s: %d answer(s) do not match their checksum (edited, or cached before "
+                        "checksums): asking for them again", self.path, self.n_unverified)
         self._fd: int | None = None
         self._lock = threading.Lock()  # the client's worker threads share one cache
 
@@ -84,9 +99,13 @@ class GenCache:
                 if not raw.strip():
                     continue
                 try:
-                    entry = CacheEntry.model_validate(json.loads(raw))
+                    obj = json.loads(raw)
+                    entry = CacheEntry.model_validate(obj)
                 except (ValueError, ValidationError):
                     self.n_skipped += 1
+                    continue
+                if not isinstance(obj, dict) or obj.get("sha256") != entry.checksum():
+                    self.n_unverified += 1
                     continue
                 self._entries.setdefault(entry.key, entry)
 
@@ -98,7 +117,8 @@ class GenCache:
 
     def put(self, entry: CacheEntry) -> None:
         """Append one answer as one write of one line (see the module docstring)."""
-        line = (json.dumps(entry.model_dump(), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        record = {**entry.model_dump(), "sha256": entry.checksum()}
+        line = (json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
         with self._lock:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

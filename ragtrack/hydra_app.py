@@ -22,7 +22,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ragtrack.config import RunConfig
-from ragtrack.errors import InputError, RunNotEnded
+from ragtrack.errors import InputError, RunNotEnded, disk_full
 from ragtrack.redact import redact_overrides, redact_text
 from ragtrack.summary import JobOutcome
 from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
@@ -185,11 +185,20 @@ def _report_failure(e: Exception) -> None:
     if isinstance(e, RunNotEnded):  # the store went away: the message says what became of the run
         log.error("error: %s", e)
         sys.exit(1)
-    if os.environ.get(DEBUG_ENV):
-        log.exception("error: %s: %s", type(e).__name__, e)
+    fate = run_fate(e)
+    if (full := disk_full(e, Path.cwd(), None)) is not None:
+        log.error("error: %s (%s)", full, fate)
+    elif os.environ.get(DEBUG_ENV):
+        log.exception("error: %s: %s (%s)", type(e).__name__, e, fate)
     else:
-        log.error("error: %s: %s (the run ended FAILED; set %s=1 for the traceback)", type(e).__name__, e, DEBUG_ENV)
+        log.error("error: %s: %s (%s; set %s=1 for the traceback)", type(e).__name__, e, fate, DEBUG_ENV)
     sys.exit(1)
+
+
+def run_fate(e: BaseException) -> str:
+    """What became of the job's run: `run … ended FAILED` (noted by the sink, outermost last), or that none exists."""
+    notes = [n for n in getattr(e, "__notes__", ()) if n.startswith("run ")]
+    return notes[-1] if notes else "no run was logged"
 
 
 # ------------------------------------------------------------------ overrides

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -41,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
 from ragtrack.config import TrackingConfig
-from ragtrack.errors import InputError, RunNotEnded
+from ragtrack.errors import InputError, RunNotEnded, disk_full
 from ragtrack.summary import JobOutcome, SweepJob, summary_lines
 
 __all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper", "raw_overrides"]
@@ -58,6 +59,7 @@ def raw_overrides(overrides: Any) -> list[str]:
 
 
 def _one_line(error: BaseException) -> str:
+    error = disk_full(error, Path.cwd(), None) or error
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGTRACK = [sys.executable, "-m", "ragtrack.cli"]
+PR_SET_PDEATHSIG = 1  # prctl(2)
 SLOW = "generator=callable generator.params.target=tests.generators.sample_fns:slow".split()
 
 
@@ -24,10 +27,18 @@ def env(**extra: str) -> dict[str, str]:
     return out
 
 
+def die_with_parent() -> None:
+    """In a child, before exec: SIGTERM when the test process dies (Linux), even SIGKILLed by `timeout -k`.
+
+    A child in its own process group is out of reach of the signal `timeout` sends the test's group.
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def start(args: list[str], *, cwd: Path = ROOT, **extra_env: str) -> subprocess.Popen[str]:
-    """`ragtrack <args>` in its own process group, output captured."""
-    return subprocess.Popen([*RAGTRACK, *args], cwd=cwd, env=env(**extra_env), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    """`ragtrack <args>` in its own process group, output captured; it ends when the test process does."""
+    return subprocess.Popen([*RAGTRACK, *args], cwd=cwd, env=env(**extra_env), text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent)
 
 
 def run(args: list[str], *, cwd: Path = ROOT, timeout: float = 300, **extra_env: str) -> subprocess.CompletedProcess[str]:

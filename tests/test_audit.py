@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from pathlib import Path
 
+import numpy as np
 import pytest
 
-from ragtrack.audit import index_check
+from ragtrack.audit import index_check, vectors_check
 from ragtrack.cli import main
-from ragtrack.index.build import index_spec
+from ragtrack.hashing import sha256_file
+from ragtrack.index.build import CHECKSUMS, index_spec, open_index
 from tests.conftest import make_config
 from tests.demo_runs import DEMO, artifact_dir
 from tests.index.corpus import index_config, write_corpus
@@ -151,3 +155,36 @@ def test_an_audit_re_derives_a_built_index_version(tmp_path, demo_files):
 def test_an_audit_skips_a_built_index_whose_corpus_is_not_here(tmp_path, demo_files):
     cfg = make_config(demo_files, index=index_config(tmp_path / "gone").model_dump())
     assert index_check(cfg, "idx-0").status == "skip"
+
+
+def _poison(index_path: str) -> None:
+    """Random vectors of the right shape, with checksums rewritten to match: what only a fresh embedding catches."""
+    folder = Path(index_path)
+    shape = np.load(folder / "vectors.npy").shape
+    np.save(folder / "vectors.npy", np.random.default_rng(1).standard_normal(shape).astype(np.float32))
+    sums = json.loads((folder / CHECKSUMS).read_text())
+    (folder / CHECKSUMS).write_text(json.dumps({**sums, "vectors.npy": sha256_file(folder / "vectors.npy")}))
+
+
+def test_a_deep_audit_passes_an_honest_index_cache(tmp_path, demo_files):
+    cfg = make_config(demo_files, index=index_config(write_corpus(tmp_path / "corpus")).model_dump())
+    open_index(index_spec(cfg.index))
+    assert vectors_check(cfg, "idx").status == "pass"
+
+
+def test_a_deep_audit_fails_a_poisoned_index_cache_naming_its_folder(tmp_path, demo_files):
+    cfg = make_config(demo_files, index=index_config(write_corpus(tmp_path / "corpus")).model_dump())
+    index = open_index(index_spec(cfg.index))
+    _poison(index.path)
+    check = vectors_check(cfg, "idx")
+    assert (check.status, index.path in check.detail) == ("fail", True)
+
+
+def test_a_deep_audit_has_no_vectors_to_compare_for_an_index_file(demo_files):
+    assert vectors_check(make_config(demo_files), "chunks@1").status == "skip"
+
+
+def test_a_deep_audit_of_a_run_with_an_index_file_says_there_are_no_vectors(demo_store, capsys):
+    index = DEMO / "corpus" / "chunks.jsonl"
+    code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--deep", "--set", f"index.path={index}")
+    assert code == 0 and "– index vectors: the run's index is a file or a label" in out, out

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import logging
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +98,43 @@ def test_loading_the_model_writes_nothing_to_the_console() -> None:
     out = subprocess.run([sys.executable, "-c", probe], env=env(), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert (out.stdout, out.stderr) == ("", "")
+
+
+# ------------------------------------------------------------------ a damaged disk cache
+
+
+def _rows(folder: Path) -> sqlite3.Connection:
+    return sqlite3.connect(folder / "embeddings.sqlite")
+
+
+@pytest.mark.parametrize("damage", [
+    "UPDATE vectors_v2 SET vec = zeroblob(length(vec))",  # zeroed rows: an all-zero index if trusted
+    "UPDATE vectors_v2 SET vec = substr(vec, 1, 16)",  # a short blob
+    "UPDATE vectors_v2 SET sha256 = 'x'",  # a checksum that does not match
+], ids=["zeroed", "short", "checksum"])
+def test_a_damaged_cached_vector_is_embedded_again(tmp_path: Path, damage: str) -> None:
+    first = Embedder(cache_dir=str(tmp_path)).encode(TEXTS)
+    with _rows(tmp_path) as con:
+        con.execute(damage)
+    again = Embedder(cache_dir=str(tmp_path))
+    vectors = again.encode(TEXTS)
+    assert (again.stats.disk_hits, again.stats.encoded, np.array_equal(vectors, first)) == (0, len(set(TEXTS)), True)
+
+
+def test_a_damaged_cached_vector_is_one_warning_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    Embedder(cache_dir=str(tmp_path)).encode(TEXTS)
+    with _rows(tmp_path) as con:
+        con.execute("UPDATE vectors_v2 SET vec = zeroblob(length(vec))")
+    with caplog.at_level(logging.WARNING, logger="ragtrack"):
+        Embedder(cache_dir=str(tmp_path)).encode(TEXTS)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "failed their checksum" in line and str(tmp_path) in line
+
+
+def test_a_cache_file_that_is_not_a_database_is_moved_aside_and_rebuilt(tmp_path: Path) -> None:
+    (tmp_path / "embeddings.sqlite").write_bytes(bytes(range(256)) * 64)
+    vectors = Embedder(cache_dir=str(tmp_path)).encode(TEXTS)
+    again = Embedder(cache_dir=str(tmp_path))
+    again.encode(TEXTS)
+    assert (vectors.shape[0], again.stats.disk_hits, (tmp_path / "embeddings.sqlite.damaged").exists()) == (
+        len(TEXTS), len(set(TEXTS)), True)

@@ -1,18 +1,22 @@
-"""Every exception class ragtrack defines survives pickling (multiprocessing, joblib, Hydra launchers)."""
+"""Every exception class ragtrack defines survives pickling (multiprocessing, joblib, Hydra launchers); a full disk
+is recognised however it is wrapped."""
 
 from __future__ import annotations
 
+import errno
 import importlib
 import pickle
 import pkgutil
+import re
+import signal
+import sqlite3
 
 import pytest
 
-import signal
-
 import ragtrack
 from ragtrack.devserver import ComponentError
-from ragtrack.errors import InputError, RunNotEnded
+from ragtrack.errors import DiskFull, InputError, RunNotEnded, disk_full, human_bytes
+from ragtrack.index.build import _Damaged
 from ragtrack.llm import LLMAuthError, LLMError, _Retryable
 from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.scorers.llm_batch import LlmFailureRateError, ReplyError
@@ -28,6 +32,8 @@ EXAMPLES: dict[type[BaseException], BaseException] = {
     LLMAuthError: LLMAuthError("http://127.0.0.1:8000/v1", "m", "HTTP 401: key rejected"),
     _Retryable: _Retryable("HTTP 503", retry_after=1.5),
     RunNotEnded: RunNotEnded("http://127.0.0.1:5000: run abc stays RUNNING until reaped"),
+    DiskFull: DiskFull("/srv/mlflow", 2048),
+    _Damaged: _Damaged("vectors.npy does not match its checksum"),
     ComponentError: ComponentError("postgresql", "initdb failed: exit 1"),
     JudgeParseError: JudgeParseError("rubric_judge: 3 of 10 replies unreadable"),
     ReplyError: ReplyError("no JSON in the reply"),
@@ -65,3 +71,55 @@ def test_input_error_without_where_and_field_survives_pickling() -> None:
 
 def test_input_error_message_names_file_where_field_problem() -> None:
     assert str(EXAMPLES[InputError]) == "data/qaset.json: item 3: gold_ids: expected a list"
+
+
+# ------------------------------------------------------------------ a full disk
+
+
+def _wrapped(inner: BaseException) -> BaseException:
+    """`inner` as MLflow raises it: a chain of library errors around the driver's."""
+    try:
+        try:
+            raise inner
+        except BaseException as e:
+            raise RuntimeError("(sqlite3.OperationalError) the statement failed") from e
+    except RuntimeError as outer:
+        return outer
+
+
+def test_enospc_deep_in_a_chain_is_a_full_disk(tmp_path) -> None:
+    assert disk_full(_wrapped(OSError(errno.ENOSPC, "No space left on device")), tmp_path, 10) is not None
+
+
+def test_sqlite_full_is_a_full_disk(tmp_path) -> None:
+    assert disk_full(sqlite3.OperationalError("database or disk is full"), tmp_path, None) is not None
+
+
+def test_a_quota_is_a_full_disk(tmp_path) -> None:
+    assert disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"), tmp_path, None) is not None
+
+
+def test_another_os_error_is_not_a_full_disk(tmp_path) -> None:
+    assert disk_full(_wrapped(OSError(errno.EACCES, "Permission denied")), tmp_path, None) is None
+
+
+def test_a_full_disk_names_the_file_the_os_named(tmp_path) -> None:
+    full = disk_full(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "f.json")), tmp_path, None)
+    assert full is not None and full.path == tmp_path / "f.json"
+
+
+def test_a_full_disk_reads_as_one_line_with_free_and_needed_space(tmp_path) -> None:
+    text = str(DiskFull(tmp_path, 3 * 1024 * 1024))
+    assert "\n" not in text and re.search(r"disk full writing .*: [\d.]+ [KMG]?B free there, .* about 3\.0 MB", text)
+
+
+@pytest.mark.parametrize(("n", "text"), [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KB"), (5 * 1024**3, "5.0 GB")])
+def test_human_bytes(n: int, text: str) -> None:
+    assert human_bytes(n) == text
+
+
+def test_a_full_disk_during_a_copy_names_the_destination(tmp_path) -> None:
+    e = OSError(errno.ENOSPC, "No space left on device")
+    e.filename, e.filename2 = "/data/source.jsonl", str(tmp_path / "copy.jsonl")
+    full = disk_full(e, tmp_path, None)
+    assert full is not None and full.path == tmp_path / "copy.jsonl"

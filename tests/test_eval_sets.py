@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ragtrack.errors import InputError
-from ragtrack.eval_sets import detect_format, load_eval_file, load_eval_set
+from ragtrack.eval_sets import MAX_CASE_ID, detect_format, load_eval_file, load_eval_set
 
 ANSWER_EXAMPLE = {
     "target_audience": "客户",
@@ -448,3 +448,22 @@ def test_merge_of_integer_and_string_ids(tmp_path: Path) -> None:
     es, _ = load_eval_set([q, g])
     assert len(es.cases) == 1 and es.cases[0].id == "1"
     assert es.cases[0].expected is not None and es.cases[0].gold is not None
+
+
+# ------------------------------------------------------------------ ids MLflow can keep
+
+
+@pytest.mark.parametrize("qid", ["", "   "])
+def test_an_empty_id_is_bad_input_naming_the_item(tmp_path: Path, qid: str) -> None:
+    e = load_error(write_json(tmp_path / "s.json", [qa("q1", "a?"), qa(qid, "b?")]))
+    assert (e.where, e.field, e.problem) == ("item 1", "qid", "must not be empty")
+
+
+def test_an_id_longer_than_mlflow_keeps_is_bad_input_naming_the_limit(tmp_path: Path) -> None:
+    e = load_error(write_json(tmp_path / "s.json", [qv2("a?", cid="x" * (MAX_CASE_ID + 1))]))
+    assert (e.where, e.field, f"at most {MAX_CASE_ID}" in e.problem) == ("item 0", "id", True)
+
+
+def test_an_id_of_the_longest_length_loads(tmp_path: Path) -> None:
+    cases = load_eval_file(write_json(tmp_path / "s.json", [qv2("a?", cid="x" * MAX_CASE_ID)])).cases
+    assert [len(c.id) for c in cases] == [MAX_CASE_ID]

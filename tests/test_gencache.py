@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,13 @@ def test_an_answer_is_on_disk_as_soon_as_it_is_put(tmp_path):
     assert GenCache(tmp_path).get("k1") == _entry("k1")  # read by another reader before close
 
 
+def _line(entry: CacheEntry) -> str:
+    """The line `put` writes for `entry`."""
+    return json.dumps({**entry.model_dump(), "sha256": entry.checksum()})
+
+
 def test_a_torn_last_line_is_skipped_and_counted(tmp_path):
-    good = json.dumps(_entry("k1").model_dump())
+    good = _line(_entry("k1"))
     (tmp_path / CACHE_FILE).write_text(good + "\n" + good[:30], encoding="utf-8")
     cache = GenCache(tmp_path)
     assert (len(cache), cache.n_skipped) == (1, 1)
@@ -59,3 +65,34 @@ def test_parallel_writers_never_interleave_lines(tmp_path):
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     cache = GenCache(tmp_path)  # 20 kB lines: far above the pipe-atomicity size, whole all the same
     assert (len(cache), cache.n_skipped) == (800, 0)
+
+
+# ------------------------------------------------------------------ verified entries
+
+
+def test_an_edited_answer_is_not_used(tmp_path):
+    record = json.loads(_line(_entry("k1")))
+    (tmp_path / CACHE_FILE).write_text(json.dumps({**record, "text": "I cannot answer that."}) + "\n", encoding="utf-8")
+    cache = GenCache(tmp_path)
+    assert (cache.get("k1"), cache.n_unverified) == (None, 1)
+
+
+def test_an_entry_without_a_checksum_is_not_used(tmp_path):
+    (tmp_path / CACHE_FILE).write_text(json.dumps(_entry("k1").model_dump()) + "\n", encoding="utf-8")
+    assert GenCache(tmp_path).get("k1") is None
+
+
+def test_unverified_entries_are_one_warning_line(tmp_path, caplog):
+    lines = [json.dumps({**json.loads(_line(_entry(f"k{i}"))), "text": "edited"}) for i in range(3)]
+    (tmp_path / CACHE_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="ragtrack"):
+        GenCache(tmp_path)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "3 answer(s) do not match their checksum" in line
+
+
+def test_an_answer_asked_again_after_an_edit_is_used(tmp_path):
+    record = json.loads(_line(_entry("k1")))
+    (tmp_path / CACHE_FILE).write_text(json.dumps({**record, "text": "edited"}) + "\n", encoding="utf-8")
+    GenCache(tmp_path).put(_entry("k1"))
+    assert GenCache(tmp_path).get("k1") == _entry("k1")

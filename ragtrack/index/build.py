@@ -14,11 +14,20 @@ Building writes into a temporary folder beside the final one and renames it into
 under a file lock: concurrent sweep jobs building the same index build it once, and a
 reader never sees a half-written index (were the lock bypassed, the first rename wins and
 the others' copies are dropped).
+
+A built index is verified, not trusted: `checksums.json` holds the sha256 of its vectors
+and chunks, and every load hashes them again (0.1 s for 40 MB of vectors). A folder that
+fails (other bytes under the same version, a truncated or unreadable file, a folder from
+before the checksums) is one warning line, removed, and built again: a damaged or
+tampered shared cache cannot change a score under an unchanged `index_version`.
+`verify_vectors` goes further for `ragtrack audit --deep`: it embeds the chunks afresh and
+compares, which also catches a cache whose checksums were rewritten to match.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -32,11 +41,26 @@ from ragtrack import embeddings
 from ragtrack.cachedir import cache_root
 from ragtrack.config import IndexConfig
 from ragtrack.errors import InputError
-from ragtrack.hashing import sha256_bytes, sha256_json
+from ragtrack.hashing import sha256_bytes, sha256_file, sha256_json
 from ragtrack.index.chunker import Span, chunk_spans, paragraph_spans, title
 from ragtrack.types import IndexManifest
 
-__all__ = ["INDEX_FORMAT", "Chunk", "CorpusFile", "Index", "IndexSpec", "index_spec", "open_index", "read_corpus"]
+__all__ = [
+    "INDEX_FORMAT",
+    "Chunk",
+    "CorpusFile",
+    "Index",
+    "IndexSpec",
+    "index_spec",
+    "open_index",
+    "read_corpus",
+    "verify_vectors",
+]
+
+log = logging.getLogger("ragtrack")
+CHECKSUMS = "checksums.json"  # sha256 of each file of a built index, written last
+_CHECKED = ("vectors.npy", "chunks.jsonl", "manifest.json")
+DEEP_TOLERANCE = 1e-5  # |Δ| per component between cached and fresh vectors: batch effects on CPU are below 1e-7
 
 INDEX_FORMAT = "ragtrack-index/1"  # bump when chunking or storage changes what an index of the same inputs holds
 LOCK_TIMEOUT_S = 3600.0  # embedding a large corpus takes a while; this only stops a hung builder blocking forever
@@ -174,36 +198,78 @@ def _write(spec: IndexSpec, folder: Path) -> None:
     lines = "".join(json.dumps(c.model_dump(), ensure_ascii=False) + "\n" for c in spec.chunks)
     (folder / "chunks.jsonl").write_text(lines, encoding="utf-8")
     (folder / "manifest.json").write_text(json.dumps(spec.manifest.model_dump(), ensure_ascii=False, indent=2), encoding="utf-8")
+    sums = {name: sha256_file(folder / name) for name in _CHECKED}
+    (folder / CHECKSUMS).write_text(json.dumps(sums, indent=2), encoding="utf-8")
 
 
 def _load(spec: IndexSpec, folder: Path) -> np.ndarray:
-    stored = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+    """The folder's vectors once its files match their checksums and the spec; else `_Damaged` saying why."""
+    try:
+        sums = json.loads((folder / CHECKSUMS).read_text(encoding="utf-8"))
+        for name in _CHECKED:
+            if sums.get(name) != sha256_file(folder / name):
+                raise _Damaged(f"{name} does not match its checksum")
+        stored = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+    except FileNotFoundError as e:
+        raise _Damaged(f"{Path(e.filename).name if e.filename else 'a file'} is missing") from None
+    except (OSError, ValueError, AttributeError) as e:  # unreadable, not JSON, not an .npy array
+        raise _Damaged(f"unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     if stored.get("version") != spec.version or vectors.shape[0] != len(spec.chunks):
-        raise InputError(str(folder), f"holds another index than {spec.version} (delete the folder to rebuild it)", field="index")
+        raise _Damaged(f"holds another index than {spec.version}")
     return vectors
 
 
+class _Damaged(Exception):
+    """A built index folder that cannot be used as it is (the message says why)."""
+
+
 def open_index(spec: IndexSpec) -> Index:
-    """The built index of `spec`: loaded from `cache_root("indexes")/<version>/`, built there first if absent."""
+    """The built index of `spec`: loaded from `cache_root("indexes")/<version>/`, built there first if absent or damaged."""
     root = cache_root("indexes")
     final = root / spec.version
     t0 = time.perf_counter()
     built = False
-    if not (final / "manifest.json").is_file():
-        from filelock import FileLock
+    try:
+        vectors = _load(spec, final)
+    except _Damaged:
+        built = _build(spec, root, final)
+        vectors = _load(spec, final)
+    return Index(spec=spec, vectors=vectors, path=str(final), built=built, build_s=time.perf_counter() - t0)
 
-        root.mkdir(parents=True, exist_ok=True)
-        with FileLock(root / f"{spec.version}.lock", timeout=LOCK_TIMEOUT_S):
-            if not (final / "manifest.json").is_file():
-                tmp = Path(tempfile.mkdtemp(prefix=f".{spec.version}.", dir=root))
-                try:
-                    _write(spec, tmp)
-                    os.rename(tmp, final)
-                    built = True
-                except OSError:
-                    if not (final / "manifest.json").is_file():
-                        raise
-                finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
-    return Index(spec=spec, vectors=_load(spec, final), path=str(final), built=built, build_s=time.perf_counter() - t0)
+
+def _build(spec: IndexSpec, root: Path, final: Path) -> bool:
+    """Build `final` under the version's lock, unless another process did meanwhile; True when this call built it.
+
+    A folder that is there but damaged is removed with one warning line, then built again.
+    """
+    from filelock import FileLock
+
+    root.mkdir(parents=True, exist_ok=True)
+    with FileLock(root / f"{spec.version}.lock", timeout=LOCK_TIMEOUT_S):
+        if final.is_dir():
+            try:
+                _load(spec, final)
+                return False
+            except _Damaged as e:
+                log.warning("index cache %s is damaged (%s): rebuilding it", final, e)
+            shutil.rmtree(final, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{spec.version}.", dir=root))
+        try:
+            _write(spec, tmp)
+            os.rename(tmp, final)
+        except OSError:
+            if not final.is_dir():  # else a builder that bypassed the lock renamed first: its copy is used
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return True
+
+
+def verify_vectors(spec: IndexSpec, vectors: np.ndarray) -> float:
+    """The largest |Δ| between `vectors` and the chunks embedded afresh (no memo, no on-disk cache)."""
+    fresh = embeddings.Embedder(spec.config.embedder.model if spec.config.embedder else None,
+                                batch_size=spec.embedder.batch_size).encode([c.text for c in spec.chunks])
+    if fresh.shape != vectors.shape:
+        return float("inf")
+    return float(np.max(np.abs(fresh.astype(np.float64) - vectors.astype(np.float64)))) if len(fresh) else 0.0

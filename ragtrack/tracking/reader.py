@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_file
 from ragtrack.redact import redact_text
+from ragtrack.tracking.search import all_runs, equals
 from ragtrack.tracking.session import connect
 from ragtrack.tracking.store import sqlite_path
 
@@ -89,11 +90,12 @@ def find_runs(uri: str, experiment: str, params: Mapping[str, str]) -> list[Logg
         raise InputError(f"experiment {experiment}", f"no such experiment in {redact_text(uri)}")
     parts = ["attributes.status = 'FINISHED'"]
     for key, value in params.items():
-        if "`" in key or "'" in value:
-            raise InputError("--param", "a key may not hold ` and a value may not hold '", field=f"{key}={value}")
-        parts.append(f"params.`{key}` = '{value}'")
-    runs = client.search_runs([exp.experiment_id], filter_string=" and ".join(parts), order_by=["attributes.start_time ASC"])
-    return [_logged(client, r) for r in runs if r.data.tags.get("ragtrack.stage") in RUN_STAGES]
+        if "`" in key:
+            raise InputError("--param", "an MLflow param name cannot hold `", field=f"{key}={value}")
+        parts.append(equals(f"params.`{key}`", value)[0])
+    runs = all_runs(client, [exp.experiment_id], " and ".join(parts), order_by=["attributes.start_time ASC"])
+    return [_logged(client, r) for r in runs if r.data.tags.get("ragtrack.stage") in RUN_STAGES
+            and all(r.data.params.get(k) == v for k, v in params.items())]
 
 
 def download_artifacts(uri: str, run: LoggedRun, dst: Path, path: str = "") -> Path:

@@ -21,6 +21,8 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
+from ragtrack.tracking.search import all_experiment_ids, all_runs, equals
+
 __all__ = ["HOST_TAG", "PID_TAG", "REAPED_TAG", "STARTED_TAG", "ReapedRun", "process_alive", "process_tags", "reap_dead_runs"]
 
 log = logging.getLogger("ragtrack")
@@ -30,7 +32,6 @@ PID_TAG = "ragtrack.pid"
 STARTED_TAG = "ragtrack.pid_started"  # the process's start time (epoch seconds): pid reuse shows as a different time
 REAPED_TAG = "ragtrack.reaped"
 _START_TOLERANCE_S = 1.0
-_MAX_RUNS = 5000
 
 
 class ReapedRun(BaseModel):
@@ -74,14 +75,7 @@ def _float(text: str | None) -> float | None:
 def reap_dead_runs(client: MlflowClient) -> list[ReapedRun]:
     """End every RUNNING run of this host whose process is gone as KILLED; return them."""
     host = socket.gethostname()
-    experiment_ids = [e.experiment_id for e in client.search_experiments()]
-    if not experiment_ids:
-        return []
-    runs = client.search_runs(
-        experiment_ids,
-        filter_string=f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = '{host}'",
-        max_results=_MAX_RUNS,
-    )
+    runs = all_runs(client, all_experiment_ids(client), f"attributes.status = 'RUNNING' and {equals(f'tags.`{HOST_TAG}`', host)[0]}")
     reaped = []
     for run in runs:
         tags = run.data.tags

@@ -36,7 +36,7 @@ from mlflow.tracking import MlflowClient
 from ragtrack.archive import write_archive
 from ragtrack.case_traces import case_traces
 from ragtrack.config import RunConfig
-from ragtrack.errors import InputError, RunNotEnded
+from ragtrack.errors import DiskFull, InputError, RunNotEnded, disk_full
 from ragtrack.hashing import canonical_json
 from ragtrack.jobkey import JOB_KEY_TAG
 from ragtrack.redact import redact, redact_text
@@ -45,8 +45,10 @@ from ragtrack.results import cases_frame
 from ragtrack.termination import Terminated, deferred
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
 from ragtrack.tracking.remote import summary
+from ragtrack.tracking.search import all_runs, equals
 from ragtrack.tracking.session import Placement, connect, place_run
-from ragtrack.tracking.store import log_inputs_idempotent
+from ragtrack.tracking.space import RUN_BYTES, TABLE_BYTES_PER_CASE, TRACE_BYTES, local_dir, require, tree_bytes
+from ragtrack.tracking.store import log_inputs_idempotent, sqlite_path
 from ragtrack.tracking.traces import log_case_traces
 from ragtrack.types import ComponentInfo, RunResult, TrackingRecord
 
@@ -63,9 +65,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-# MLflow announces creating and migrating a new SQLite store at INFO on every first run.
-for _name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
 
 # MLflow's limits (mlflow.utils.validation): per log_batch call, and per value.
 MAX_METRICS_PER_BATCH = 1000
@@ -192,8 +191,12 @@ def _ending(run_id: str, error: BaseException | None) -> Iterator[None]:
     try:
         yield
     except MlflowException as e:
-        why = summary(e)
-        before = f" (it had failed with {summary(error)})" if error is not None and summary(error) != why else ""
+        full = disk_full(e, Path.cwd(), None)
+        if full is not None and isinstance(error, DiskFull):
+            why, before = str(error), ""  # the disk that failed the run is still full
+        else:
+            why = str(full) if full is not None else summary(e)
+            before = f" (it had failed with {summary(error)})" if error is not None and summary(error) != why else ""
         raise RunNotEnded(f"run {run_id} could not be ended: {why}{before}; it stays RUNNING until the next ragtrack "
                           "command on this store, from this host, ends it KILLED") from e
 
@@ -220,6 +223,10 @@ class MlflowSink:
         self.run_ids: dict[str, str] = {}
         self.top_run_id: str | None = None  # the job's outermost run: the "staged" parent, or its one run
         self._staged = False
+        self._artifact_dirs: dict[str, Path | None] = {}  # run id -> its local artifact folder (None: remote)
+        db = sqlite_path(uri)
+        self._store_dir = db.parent if db is not None else None
+        self._needed = RUN_BYTES  # what the stage being logged needs on disk, as far as known (see `space`)
 
     @property
     def experiment_name(self) -> str:
@@ -262,6 +269,7 @@ class MlflowSink:
         run = self.client.create_run(self.placement.experiment_id, run_name=self.run_name(stage), tags=tags)
         run_id = run.info.run_id
         self.run_ids[stage] = run_id
+        self._artifact_dirs[run_id] = local_dir(run.info.artifact_uri)
         if outermost:
             self.top_run_id = run_id
         record = TrackingRecord(
@@ -279,11 +287,15 @@ class MlflowSink:
             log_batches(self.client, run_id, params=flat_params(self.cfg, None))
             yield lambda result: self.log_result(run_id, result, stage, record)
         except BaseException as e:
-            error = e
-            raise
+            error = disk_full(e, self._artifact_dirs[run_id] or self._store_dir or Path.cwd(), self._needed) or e
+            if error is e:
+                raise
+            raise error from e
         finally:
             self._parents.pop()
             end_run(self.client, run_id, error)
+            if isinstance(error, Exception):
+                error.add_note(f"run {run_id} ended FAILED")  # the console line says what became of the run
 
     # -------------------------------------------------------------- logging
 
@@ -301,7 +313,7 @@ class MlflowSink:
         if stage != "staged":
             self._log_dataset(run_id, result)
             traced = self._traces_wanted(result)
-            self._log_artifacts(run_id, result, record, traces_note=self._traces_note(result, traced))
+            self._log_artifacts(run_id, result, record, traced=traced)
             if traced:
                 log_case_traces(self.uri, self.placement.experiment_id, run_id, case_traces(result))
 
@@ -341,7 +353,9 @@ class MlflowSink:
             inputs.append(DatasetInput(ds, tags))
         log_inputs_idempotent(self.client, run_id, inputs)
 
-    def _log_artifacts(self, run_id: str, result: RunResult, record: TrackingRecord, *, traces_note: str) -> None:
+    def _log_artifacts(self, run_id: str, result: RunResult, record: TrackingRecord, *, traced: bool) -> None:
+        """Stage the artifacts in a temporary folder, check there is room for them and the traces, then log them."""
+        traces_note = self._traces_note(result, traced)
         tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
         try:
             manifest = write_archive(result, tmp).model_copy(update={"tracking": record})
@@ -361,10 +375,21 @@ class MlflowSink:
                 yaml.safe_dump(redact(self.cfg.model_dump(mode="json")), sort_keys=False, allow_unicode=True),
                 encoding="utf-8",
             )
+            self._require_space(run_id, tree_bytes(tmp) + len(frame) * TABLE_BYTES_PER_CASE, traced * len(frame))
             self.client.log_artifacts(run_id, str(tmp))
             self.client.log_table(run_id, data=frame, artifact_file="cases_table.json")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _require_space(self, run_id: str, artifact_bytes: int, traces: int) -> None:
+        """`DiskFull` now, before any of it is written, unless the local folders have room for the artifacts and traces."""
+        store_bytes = RUN_BYTES + traces * TRACE_BYTES
+        self._needed = artifact_bytes + store_bytes
+        needs: dict[Path, int] = {}
+        for folder, n in ((self._artifact_dirs[run_id], artifact_bytes), (self._store_dir, store_bytes)):
+            if folder is not None:
+                needs[folder] = needs.get(folder, 0) + n
+        require(needs)
 
 
 def start_sweep_parent(uri: str, experiment: str, name: str, tags: Mapping[str, str]) -> str:
@@ -391,11 +416,8 @@ def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, er
         client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
         if status != "FINISHED" and error is not None:
             exp_id = client.get_run(run_id).info.experiment_id
-            children = client.search_runs(
-                [exp_id],
-                filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
-                f" and tags.`{HOST_TAG}` = '{socket.gethostname()}'",
-            )
+            children = all_runs(client, [exp_id], f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
+                                f" and {equals(f'tags.`{HOST_TAG}`', socket.gethostname())[0]}")
             for child in children:
                 end_run(client, child.info.run_id, error)
         if error is not None:

@@ -17,6 +17,16 @@ one fails on the datasets table's primary key (experiment, name, digest).
 and the retry finds the winner's row and links to it. It relies only on the client
 API, so it works the same against a REST server backed by PostgreSQL.
 
+A new SQLite store is built in a temporary file beside the database and renamed into
+place once MLflow's migrations are all applied, so a crash or a full disk while the
+schema is created leaves no half-created store behind: only a temporary file, removed by
+the next opener. A store some other program left half-created (tables from part of the
+migrations, no data in them) is moved aside to `<db>.incomplete-<UTC time>` and rebuilt,
+with one warning; one that holds data but is not at MLflow's schema is refused with the
+exact commands that upgrade it. `ragtrack store init` does all this for `mlflow ui` and
+`mlflow server` users: MLflow's own processes migrate without any lock (see above), so
+they must find the store ready.
+
 SQLite locking, as measured (bench/contention_store.py: 8 and 16 processes writing runs
 flat out, WAL and rollback journal alike): no call failed with "database is locked",
 and the slowest waited under 6 s. MLflow sets `busy_timeout=20000` on every session,
@@ -30,6 +40,7 @@ SQLAlchemy start a transaction before the first read, that is the moment to add
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import random
@@ -46,13 +57,39 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from sqlalchemy.engine import make_url
 
-__all__ = ["LOCK_TIMEOUT_S", "is_conflict", "lock_path", "log_inputs_idempotent", "open_client", "sqlite_path"]
+from ragtrack.errors import InputError, disk_full
+
+__all__ = [
+    "LOCK_TIMEOUT_S",
+    "NEW_STORE_BYTES",
+    "is_conflict",
+    "lock_path",
+    "log_inputs_idempotent",
+    "open_client",
+    "prepare_sqlite",
+    "sqlite_path",
+]
 
 log = logging.getLogger(__name__)
+
+
+def _raised_anyway(record: logging.LogRecord) -> bool:
+    """False for MLflow's log of a database error it then raises (with its traceback): the caller reports it once."""
+    return not str(record.msg).startswith("SQLAlchemy database error")
+
+
+# MLflow announces creating and migrating a new SQLite store at INFO, and logs each database
+# error with its traceback before raising it (a full disk: 300 lines for one failed run).
+for _name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+if not os.environ.get("RAGTRACK_DEBUG"):
+    logging.getLogger("mlflow.store.db.utils").addFilter(_raised_anyway)
 
 LOCK_TIMEOUT_S = 600.0  # a migration of an empty store takes seconds; this only stops a hung holder blocking forever
 BUSY_TIMEOUT_MS = 20_000  # the same wait MLflow sets on each of its sessions
 INPUT_ATTEMPTS = 6  # each retry resolves at least one conflicting dataset row
+NEW_STORE_BYTES = 2 * 1024 * 1024  # creating a store: 0.95 MB of database plus its journal while the schema is built
+_DEFAULT_ROWS = {"experiments": "experiment_id = 0", "workspaces": "name = 'default'"}  # rows a new store starts with
 
 _clients: dict[tuple[int, str], MlflowClient] = {}
 _clients_lock = threading.Lock()
@@ -103,10 +140,112 @@ def _open(uri: str) -> MlflowClient:
         return MlflowClient(tracking_uri=uri)
     db.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(lock_path(db), timeout=LOCK_TIMEOUT_S):
+        prepare_sqlite(db)
         _enable_wal(db)
-        client = MlflowClient(tracking_uri=uri)  # builds the store: creates and migrates the schema
-        client.search_experiments(max_results=1)  # make sure of it, should a later MLflow build stores lazily
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # MLflow verifies the schema when it builds its store
     return client
+
+
+def prepare_sqlite(db: Path) -> str:
+    """Make `db` a store at MLflow's schema; the caller holds `lock_path(db)`. Returns what was done.
+
+    `created` (atomically, see the module's docstring), `rebuilt` (a half-created store moved
+    aside first), or `ready` (nothing to do). A store with data at another schema is an
+    `InputError` naming the commands that upgrade it.
+    """
+    for leftover in db.parent.glob(f"{db.name}.creating-*"):  # a creator killed mid-way; we hold the lock
+        leftover.unlink(missing_ok=True)
+    state = _state(db)
+    if state == "ready":
+        return state
+    if state == "incomplete":
+        kept = _move_aside(db)
+        log.warning("store %s was left half-created (part of MLflow's schema, no data): kept it as %s and built "
+                    "a new one", db, kept.name)
+    _create(db)
+    return "created" if state == "new" else "rebuilt"
+
+
+def _state(db: Path) -> str:
+    """`new` (no file, or no tables), `ready` (at MLflow's schema), `incomplete` (part of it, no data); else raise."""
+    from mlflow.store.db.utils import _get_latest_schema_revision
+
+    if not db.exists() or db.stat().st_size == 0:
+        return "new"
+    try:
+        con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            tables = {t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            revision = con.execute("SELECT version_num FROM alembic_version").fetchone() if "alembic_version" in tables else None
+            rows = sum(_user_rows(con, t) for t in tables if not t.startswith("alembic_"))
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        raise InputError(str(db), f"not a usable SQLite store ({e}); move it away or point tracking.uri elsewhere") from None
+    if not tables - {"alembic_version"}:
+        return "new"
+    head = _get_latest_schema_revision()
+    found = revision[0] if revision else None
+    if found == head and _all_tables(tables):
+        return "ready"
+    if rows == 0:
+        return "incomplete"
+    raise InputError(str(db), f"the store holds data at schema {found or 'unknown'} but this MLflow needs {head}; "
+                     f"back it up and upgrade it: cp {db} {db}.bak && mlflow db upgrade sqlite:///{db}")
+
+
+def _user_rows(con: sqlite3.Connection, table: str) -> int:
+    """Rows of `table` that someone added (a new store's Default experiment and workspace do not count)."""
+    quoted = '"' + table.replace('"', '""') + '"'
+    keep = _DEFAULT_ROWS.get(table)
+    try:
+        return int(con.execute(f"SELECT count(*) FROM {quoted}" + (f" WHERE NOT ({keep})" if keep else "")).fetchone()[0])
+    except sqlite3.OperationalError:  # a table from another schema without that column: count every row
+        return int(con.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0])
+
+
+def _all_tables(found: set[str]) -> bool:
+    from mlflow.store.db.base_sql_model import Base
+    from mlflow.store.db.utils import _all_tables_exist  # noqa: F401 - imports every table's model into Base
+
+    return set(Base.metadata.tables) <= found
+
+
+def _create(db: Path) -> None:
+    """Build MLflow's schema in `<db>.creating-<pid>` and rename it to `db`: the store appears whole or not at all."""
+    import sqlalchemy
+    from mlflow.store.db.utils import _initialize_tables, _verify_schema
+    from sqlalchemy.pool import NullPool
+
+    tmp = db.with_name(f"{db.name}.creating-{os.getpid()}")
+    try:
+        engine = sqlalchemy.create_engine(f"sqlite:///{tmp}", poolclass=NullPool)
+        try:
+            _initialize_tables(engine)
+            _verify_schema(engine)
+        finally:
+            engine.dispose()
+        for stale in _companions(db):  # journals of an empty file we replace hold nothing of the new one
+            stale.unlink(missing_ok=True)
+        os.replace(tmp, db)
+    except BaseException as e:
+        for f in (tmp, *_companions(tmp)):
+            f.unlink(missing_ok=True)
+        raise (disk_full(e, db.parent, NEW_STORE_BYTES) or e) from e
+
+
+def _companions(db: Path) -> list[Path]:
+    return [db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+
+
+def _move_aside(db: Path) -> Path:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    kept = db.with_name(f"{db.name}.incomplete-{stamp}")
+    for src in (db, *_companions(db)):
+        if src.exists():
+            os.replace(src, kept.with_name(kept.name + src.name[len(db.name):]))
+    return kept
 
 
 def _enable_wal(db: Path) -> None:

@@ -37,19 +37,17 @@ from ragtrack.summary import (
     summary_frame,
 )
 from ragtrack.tracking.reader import read_cases
+from ragtrack.tracking.search import all_runs
 from ragtrack.tracking.session import connect
 
 __all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "log_sweep_summary"]
 
 BEST_RUN_TAG = "ragtrack.best_run_id"
 SWEEP_JOB_TAG = "ragtrack.sweep_job"  # a sweep child's job number (set by the Hydra task)
-_MAX_CHILDREN = 10_000
 
 
 def _children_by_job(client: MlflowClient, experiment_id: str, parent_run_id: str) -> dict[str, Run]:
-    children = client.search_runs(
-        [experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent_run_id}'", max_results=_MAX_CHILDREN
-    )
+    children = all_runs(client, [experiment_id], f"tags.`mlflow.parentRunId` = '{parent_run_id}'")
     return {c.data.tags[SWEEP_JOB_TAG]: c for c in children if SWEEP_JOB_TAG in c.data.tags}
 
 

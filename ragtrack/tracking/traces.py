@@ -46,6 +46,7 @@ from ragtrack.tracking.remote import is_http
 __all__ = ["CASE_ID_KEY", "SPAN_BATCH", "TraceCounts", "count_run_traces", "log_case_traces", "request_preview"]
 
 CASE_ID_KEY = "ragtrack.case_id"  # trace metadata: the case's id in the eval set
+MAX_CLIENT_REQUEST_ID = 50  # MLflow's column for it is VARCHAR(50): a longer case id is kept in the metadata only
 SPAN_BATCH = 500  # spans per log_spans call (one database session each)
 REMOTE_WORKERS = 4  # start_trace requests in flight at once against a tracking server
 _SCHEMA_VERSION = "3"  # mlflow.trace_schema.version of the traces MLflow itself writes
@@ -131,7 +132,7 @@ def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int)
         state=TraceState.OK,
         request_preview=request_preview(case.question),
         response_preview=_preview(case.answer),
-        client_request_id=case.case_id,
+        client_request_id=case.case_id if len(case.case_id) <= MAX_CLIENT_REQUEST_ID else None,
         execution_duration=duration_ms,
         trace_metadata={
             TraceMetadataKey.SOURCE_RUN: run_id,

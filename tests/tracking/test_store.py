@@ -223,7 +223,7 @@ def test_open_client_holds_the_lock_beside_the_database_while_it_creates_the_sto
     db = tmp_path / "mlflow.db"
     worker = threading.Thread(target=open_client, args=(f"sqlite:///{db}",))
     worker.start()
-    while not db.exists() and worker.is_alive():  # the file appears when the schema creation starts
+    while not list(tmp_path.glob("mlflow.db.creating-*")) and worker.is_alive():  # the schema is being built
         time.sleep(0.005)
     try:
         FileLock(lock_path(db), timeout=0).acquire()

@@ -10,6 +10,7 @@ from mlflow.tracing.client import TracingClient
 from mlflow.tracking import MlflowClient
 
 from ragtrack.config import RunConfig
+from ragtrack.eval_sets import MAX_CASE_ID
 from ragtrack.hydra_app import execute
 from ragtrack.tracking.traces import CASE_ID_KEY, count_run_traces, request_preview
 from tests.conftest import ANSWER_EXAMPLES, clone_store, write_jsonl
@@ -17,15 +18,16 @@ from tests.conftest import ANSWER_EXAMPLES, clone_store, write_jsonl
 N = 200
 
 
-def _files(root: Path) -> dict[str, Path]:
-    """N question_v2 cases (the two fixture examples, repeated); every third answer is not JSON."""
+def _files(root: Path, n: int = N, id_width: int = 3) -> dict[str, Path]:
+    """`n` question_v2 cases (the two fixture examples, repeated); every third answer is not JSON."""
     questions, preds = [], []
-    for i in range(N):
+    for i in range(n):
         ex = ANSWER_EXAMPLES["a1" if i % 2 else "a2"]
-        questions.append({"id": f"c{i:03d}", "question": f"{ex['question']} #{i}",
+        cid = f"c{i:0{id_width}d}"
+        questions.append({"id": cid, "question": f"{ex['question']} #{i}",
                           "expected": {"answer_example": ex["answer_example"], "source_map": []}})
         answer = "no JSON here" if i % 3 == 0 else json.dumps(ex["answer_example"], ensure_ascii=False)
-        preds.append({"id": f"c{i:03d}", "answer": answer, "contexts": [{"source_path": ex["file"], "text": ex["chunk"]}]})
+        preds.append({"id": cid, "answer": answer, "contexts": [{"source_path": ex["file"], "text": ex["chunk"]}]})
     (root / "questions.json").write_text(json.dumps(questions, ensure_ascii=False), encoding="utf-8")
     write_jsonl(root / "preds.jsonl", preds)
     (root / "prompt.md").write_text("Answer in JSON.\n", encoding="utf-8")
@@ -33,8 +35,8 @@ def _files(root: Path) -> dict[str, Path]:
     return {p.stem: p for p in root.iterdir()}
 
 
-def _config(root: Path, **tracking) -> RunConfig:
-    files = _files(root)
+def _config(root: Path, n: int = N, id_width: int = 3, **tracking) -> RunConfig:
+    files = _files(root, n, id_width)
     return RunConfig.from_container({
         "model": {"id": "m"}, "adapter": {"name": "a", "id": "a@1"}, "index": {"name": "i", "path": str(files["chunks"])},
         "prompt": {"version": "v1", "path": str(files["prompt"])},
@@ -93,3 +95,11 @@ def test_above_the_limit_no_traces_and_the_report_says_so(tmp_path, fresh_store)
     report = Path(MlflowClient(cfg.tracking.uri).download_artifacts(run_id, "report.md", str(tmp_path))).read_text()
     assert count_run_traces(cfg.tracking.uri, exp, run_id).traces == 0
     assert f"Not logged: {N} cases > tracking.traces_max_cases={N - 1}" in report
+
+
+def test_cases_with_the_longest_ids_are_all_traced(tmp_path, fresh_store):
+    cfg = _config(tmp_path, n=3, id_width=MAX_CASE_ID - 1)
+    execute(cfg)
+    exp, run_id = _run(cfg)
+    traces = TracingClient(cfg.tracking.uri).search_traces(locations=[exp], run_id=run_id)
+    assert sorted(len(t.info.trace_metadata[CASE_ID_KEY]) for t in traces) == [MAX_CASE_ID] * 3

@@ -1,0 +1,61 @@
+"""Searches that read every page, and filters that quote any value: a real SQLite store."""
+
+from __future__ import annotations
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ragtrack.tracking import search
+from ragtrack.tracking.reader import find_runs
+from ragtrack.tracking.search import all_experiment_ids, all_runs, equals
+
+VALUES = ["plain", "it's", 'say "hi"', "both ' and \"", "per%cent_", "back\\slash"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> tuple[str, MlflowClient, str]:
+    uri = f"sqlite:///{tmp_path_factory.mktemp('search') / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("quoted")
+    for value in [*VALUES, "both _ and _"]:  # the last one only looks like the LIKE pattern of "both ' and \""
+        run = client.create_run(exp, tags={"ragtrack.stage": "full"})
+        client.log_param(run.info.run_id, "p", value)
+        client.set_terminated(run.info.run_id, "FINISHED")
+    for i in range(4):
+        client.create_experiment(f"more-{i}")
+    return uri, client, exp
+
+
+@pytest.fixture
+def small_pages(monkeypatch) -> None:
+    monkeypatch.setattr(search, "PAGE", 2)
+
+
+def test_every_page_of_runs_is_read(store, small_pages):
+    _, client, exp = store
+    assert len(all_runs(client, [exp])) == len(VALUES) + 1
+
+
+def test_every_page_of_experiments_is_read(store, small_pages):
+    _, client, _ = store
+    assert len(all_experiment_ids(client)) == 6  # Default, quoted, 4 more
+
+
+def test_pages_keep_the_order_asked(store, small_pages):
+    _, client, exp = store
+    runs = all_runs(client, [exp], order_by=["attributes.start_time ASC"])
+    assert [r.info.start_time for r in runs] == sorted(r.info.start_time for r in runs)
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_a_filter_finds_a_value_with_any_quote(store, value):
+    _, client, exp = store
+    condition, exact = equals("params.p", value)
+    found = [r.data.params["p"] for r in all_runs(client, [exp], condition)]
+    assert value in found and (not exact or found == [value])
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_find_runs_matches_a_param_exactly(store, value):
+    uri, _, _ = store
+    assert [r.params["p"] for r in find_runs(uri, "quoted", {"p": value})] == [value]
