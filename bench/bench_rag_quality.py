@@ -1,12 +1,16 @@
 """Pairwise accuracy of the `rag` and `earag` metrics on the hand-written dev set (bench/rag_pairs/).
 
-    python bench/bench_rag_quality.py [--split tune|holdout|blind|all] [--show-misses] [--param rag.support_threshold=0.8 ...]
+    python bench/bench_rag_quality.py [--split tune|holdout|blind|heldout|all] [--show-misses] [--param rag.support_threshold=0.8 ...]
+    python bench/bench_rag_quality.py --write-reliability     # ragtrack/scorers/reliability/{rag,earag}.json
 
 For each metric, each pair has a better and a worse side that a careful reader tells
 apart (bench/rag_pairs/README.md says how the sides are built from each topic). A pair
 counts 1 when the metric prefers the better side (higher, or lower for
 `earag/hallucination`), ½ on a tie (or when either side is NaN), 0 otherwise. Prints
-each metric's accuracy overall and per language, for the chosen split.
+each metric's accuracy overall and per language, for the chosen split. `--write-reliability`
+measures the shipped scorers with their defaults on the held-out split and on all pairs, per
+language, with 95% Wilson intervals, and writes the files the scorers quote in their reports
+(`ragtrack.scorers.reliability`); tests/bench re-derives them.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from pydantic import BaseModel, ConfigDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragtrack.scorers import Batch, build_scorer  # noqa: E402
+from ragtrack.hashing import sha256_bytes  # noqa: E402
+from ragtrack.scorers import Batch, build_scorer, get_scorer_class  # noqa: E402
+from ragtrack.scorers.reliability import DIR as RELIABILITY_DIR, Accuracy, Reliability  # noqa: E402
 from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
 
 PAIRS_DIR = Path(__file__).resolve().parent / "rag_pairs"
@@ -125,19 +131,70 @@ def pair_credit(metric: str, better: float, worse: float) -> float:
     return 1.0 if wins else 0.0
 
 
-def accuracy(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """Per metric: accuracy overall and per language; and a line for every pair not won."""
+def credits(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, float], list[str]]:
+    """Each pair's credit by id; and a line for every pair not won."""
     cols = side_scores(pairs, params)
-    credit: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    misses = []
+    out, misses = {}, []
     for p in pairs:
         b, w = (float(cols[f"{p.id}/{s}"][p.metric]) for s in ("better", "worse"))
-        c = pair_credit(p.metric, b, w)
-        credit[p.metric]["all"].append(c)
-        credit[p.metric][p.lang].append(c)
-        if c < 1:
+        out[p.id] = pair_credit(p.metric, b, w)
+        if out[p.id] < 1:
             misses.append(f"{p.id} [{p.split}] better={b:.4f} worse={w:.4f}")
+    return out, misses
+
+
+def accuracy(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """Per metric: accuracy overall and per language; and a line for every pair not won."""
+    got, misses = credits(pairs, params)
+    credit: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for p in pairs:
+        credit[p.metric]["all"].append(got[p.id])
+        credit[p.metric][p.lang].append(got[p.id])
     return {m: {k: sum(v) / len(v) for k, v in by.items()} for m, by in credit.items()}, misses
+
+
+HELD_OUT = "heldout"  # the split written before any rule was tuned, and never studied since
+
+
+def pairs_sha256() -> str:
+    """sha256 over the pair files' names and bytes, in name order."""
+    return sha256_bytes(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(PAIRS_DIR.glob("*.json"))))
+
+
+def reliabilities() -> dict[str, Reliability]:
+    """The shipped scorers' reliability, with their default parameters (the offline backend), on every pair."""
+    pairs = load_pairs("all")
+    got, _ = credits(pairs)
+    by: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
+    for p in pairs:
+        scorer, metric = p.metric.split("/")
+        for subset in ("all", HELD_OUT) if p.split == HELD_OUT else ("all",):
+            for lang in ("all", p.lang):
+                by[scorer][metric][subset][lang].append(got[p.id])
+    out = {}
+    for scorer, metrics in sorted(by.items()):
+        defaults = build_scorer(scorer).p
+        out[scorer] = Reliability(
+            scorer=scorer, version=get_scorer_class(scorer).version, backend=defaults.backend, model=defaults.model,
+            pairs_sha256=pairs_sha256(),
+            method="pairwise accuracy: the share of pairs of bench/rag_pairs/ where the better side scores better (lower "
+                   "for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: the pairs written "
+                   "before any rule was tuned and never studied since; `all`: every pair (most were tuned on)",
+            metrics={m: {s: {lang: Accuracy.of(c) for lang, c in sorted(langs.items())} for s, langs in sorted(sets.items())}
+                     for m, sets in sorted(metrics.items())},
+        )
+    return out
+
+
+def write_reliability() -> list[Path]:
+    RELIABILITY_DIR.mkdir(exist_ok=True)
+    written = []
+    for scorer, rel in reliabilities().items():
+        path = RELIABILITY_DIR / f"{scorer}.json"
+        path.write_text(json.dumps(rel.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
 
 
 def _params(items: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -154,7 +211,17 @@ def main() -> None:
     ap.add_argument("--split", default="all", choices=[*SPLITS, "all"])
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--param", action="append", default=[], help="scorer.param=JSON value, e.g. rag.support_threshold=0.8")
+    ap.add_argument("--write-reliability", action="store_true", help="write ragtrack/scorers/reliability/*.json")
     args = ap.parse_args()
+    if args.write_reliability:
+        for path in write_reliability():
+            rel = Reliability.model_validate_json(path.read_text(encoding="utf-8"))
+            print(f"{path.relative_to(PAIRS_DIR.parents[1])}: {rel.scorer} v{rel.version}, {rel.backend} backend")
+            for metric, sets in rel.metrics.items():
+                held = sets.get(HELD_OUT, {})
+                print(f"  {metric:<20} held out " + "  ".join(f"{k} {a.show()}" for k, a in held.items())
+                      + f" | all {sets['all']['all'].show()}")
+        return
     pairs = load_pairs(args.split)
     acc, misses = accuracy(pairs, _params(args.param))
     n = defaultdict(int)

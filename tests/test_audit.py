@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -176,7 +177,10 @@ def test_a_deep_audit_fails_a_poisoned_index_cache_naming_its_folder(tmp_path, d
     cfg = make_config(demo_files, index=index_config(write_corpus(tmp_path / "corpus")).model_dump())
     index = open_index(index_spec(cfg.index))
     _poison(index.path)
-    check = vectors_check(cfg, "idx")
+    try:
+        check = vectors_check(cfg, "idx")
+    finally:
+        shutil.rmtree(index.path)  # the session shares one cache: later tests must not find the poisoned index
     assert (check.status, index.path in check.detail) == ("fail", True)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import Field, field_validator
 
@@ -237,14 +237,15 @@ class EaragScorer(EmbeddingScorer):
         return out
 
     def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
-        return report(rows, metrics)
+        return report(rows, metrics, self.trust_note)
 
 
-def report(rows: Sequence[CaseScore], metrics: dict[str, float], limit: int = 20) -> str:
-    lines = [f"## {NAME}", "", "| dimension | mean | cases |", "|---|---|---|"]
+def report(rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20) -> str:
+    """The scorer's section: each dimension's mean and how far it can be trusted (`trust(dimension)`), then diagnoses."""
+    lines = [f"## {NAME}", "", "| dimension | mean | cases | reliability |", "|---|---|---|---|"]
     for k in ("overall", *DIMENSIONS):
         mean = metrics[f"{NAME}/{k}"]
-        lines.append(f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{k}_n'])} |")
+        lines.append(f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{k}_n'])} | {trust(k)} |")
     flagged = [r for r in rows if r.values[f"{NAME}/issues"]]
     if flagged:
         lines += ["", f"### Diagnoses ({len(flagged)} cases, first {min(limit, len(flagged))})", "", "| case | level | diagnosis |", "|---|---|---|"]

@@ -134,6 +134,10 @@ class OfflineJudge:
         va, vb = self._vec([a, b])
         return float(np.dot(va, vb))
 
+    def similarities(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Cosines of every text of `a` (rows) with every text of `b` (columns)."""
+        return self._vec(list(a)) @ self._vec(list(b)).T
+
     # -------------------------------------------------------------- decisions
 
     def support(self, statements: Sequence[str], sources: Sequence[str]) -> list[Verdict]:
@@ -144,7 +148,7 @@ class OfflineJudge:
             return [Verdict(statement=s, supported=False, reason="no_match") for s in statements]
         joined = "\n".join(sources)
         whole, keys, all_tokens = norm(joined), provided_keys(joined), content_tokens(joined)
-        cos = self._vec(list(statements)) @ self._vec(sents).T
+        cos = self.similarities(statements, sents)
         return [self._verdict(st, cos[i], sents, whole, keys, all_tokens) for i, st in enumerate(statements)]
 
     def _verdict(self, st: str, cos: np.ndarray, sents: Sequence[str], whole: str, keys: frozenset[str],

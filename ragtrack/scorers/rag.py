@@ -35,9 +35,11 @@ from ragtrack.errors import InputError
 from ragtrack.prompts import Prompt
 from ragtrack.registry import code_sha256, reaching
 from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
+from ragtrack.scorers import reliability
 from ragtrack.scorers.judge import Encoder, JudgeFailure, OfflineJudge, RagJudge, Verdict
 from ragtrack.scorers.llm_batch import JudgeLLMSettings, LlmBatch, llm_info, load_prompts
 from ragtrack.scorers.llm_judge import PROMPTS as LLM_JUDGE_PROMPTS, LlmJudge
+from ragtrack.scorers.nli_judge import NliJudge, NliModel
 from ragtrack.text import norm
 from ragtrack.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 
@@ -74,11 +76,17 @@ METRICS = (
 )
 
 
+NLI_KEYS = {"nli_model", "nli_batch_size", "nli_candidates"}  # logged only when the nli backend judges
+
+
 class SupportParams(ScorerParams):
     """The backends' settings, shared by `rag` and `earag` (conf/scorers/*.yaml document each)."""
 
-    backend: Literal["offline", "llm"] = "offline"
+    backend: Literal["offline", "llm", "nli"] = "offline"
     llm: JudgeLLMSettings | None = None  # the llm backend's server, decoding and limits
+    nli_model: str | None = reaching("model", None)  # the nli backend's cross-encoder: a local folder or a hub name
+    nli_batch_size: int = Field(default=16, ge=1)
+    nli_candidates: int = Field(default=3, ge=1)  # source sentences per statement the nli model reads (see nli_judge)
     model: str = reaching("model", DEFAULT_MODEL)  # the embedding model: a local folder or a hub name
     batch_size: int = Field(default=64, ge=1)
     embedding_cache: bool = True
@@ -87,12 +95,14 @@ class SupportParams(ScorerParams):
     sources_lexical_threshold: float = Field(default=0.6, ge=0, le=1)
     relevance_cosine_weight: float = Field(default=0.5, ge=0, le=1)
 
-    @field_validator("model")
+    @field_validator("model", "nli_model")
     @classmethod
-    def _model_exists(cls, v: str) -> str:
+    def _model_exists(cls, v: str | None) -> str | None:
         """A model that cannot be found fails when the scorer is built, before any run starts."""
         from ragtrack.embeddings import resolve_model
 
+        if v is None:
+            return v
         try:
             resolve_model(v)
         except InputError as e:
@@ -100,9 +110,11 @@ class SupportParams(ScorerParams):
         return v
 
     @model_validator(mode="after")
-    def _llm_needs_its_server(self) -> "SupportParams":
+    def _backend_has_its_settings(self) -> "SupportParams":
         if self.backend == "llm" and self.llm is None:
             raise ValueError("backend llm needs the llm block (llm.base_url, llm.model, …)")
+        if self.backend == "nli" and not self.nli_model:
+            raise ValueError("backend nli needs nli_model: a CrossEncoder NLI model (a local folder or a hub name)")
         return self
 
 
@@ -285,6 +297,7 @@ class EmbeddingScorer(Scorer):
     LLM_FAILURE: ClassVar[str] = "failure"  # what a question without a usable answer is called in the metrics
     p: SupportParams
     _encoder: Encoder | None = None
+    _nli: NliModel | None = None
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -299,8 +312,8 @@ class EmbeddingScorer(Scorer):
 
     @property
     def info(self) -> ComponentInfo:
-        """Every parameter; the `llm` block (flat, with the prompts' sha256) only when the llm backend judges."""
-        params: dict[str, Any] = self.p.model_dump(exclude={"llm"})
+        """Every parameter; the `llm` block (flat, with the prompts' sha256) and the `nli_*` keys only with their backend."""
+        params: dict[str, Any] = self.p.model_dump(exclude={"llm"} | (set() if self.p.backend == "nli" else NLI_KEYS))
         if (llm := self.llm_settings) is not None:
             params.update(llm_info(llm, self.prompts))
         return ComponentInfo(name=self.name, version=self.version, params=params, code_sha256=code_sha256(type(self)))
@@ -326,15 +339,34 @@ class EmbeddingScorer(Scorer):
             sources_lexical_threshold=self.p.sources_lexical_threshold,
             relevance_cosine_weight=self.p.relevance_cosine_weight,
         )
+        if self.p.backend == "nli":
+            return NliJudge(self.nli(), offline, candidates=self.p.nli_candidates)
         llm = self.llm_settings
         return offline if llm is None else LlmJudge(LlmBatch(llm, self.name), self.prompts, offline)
 
+    def nli(self) -> NliModel:
+        if self._nli is None:
+            assert self.p.nli_model is not None  # the params' validator
+            self._nli = NliModel(self.p.nli_model, batch_size=self.p.nli_batch_size, field=f"scorers.{self.name}.nli_model")
+        return self._nli
+
+    def trust_note(self, metric: str) -> str:
+        """The report's words on how far `metric` can be trusted (`scorers.reliability`)."""
+        return reliability.note(self.name, self.version, self.p.backend, metric)
+
     def scored_info(self) -> ComponentInfo:
-        """`info` plus the embedding model's identity (name and weights sha256) once it is known."""
+        """`info` plus the embedding model's identity (name and weights sha256) once it is known, the nli model's, and
+        the sha256 of the reliability file the report quotes."""
+        provenance = {}
+        if (shipped := reliability.load(self.name)) is not None:
+            provenance["reliability_sha256"] = shipped[1]
         identity = getattr(self.encoder(), "identity", None)
-        if identity is None:
-            return self.info
-        return self.info.model_copy(update={"provenance": {"embedding_model": identity.name, "embedding_model_sha256": identity.sha256}})
+        if identity is not None:
+            provenance.update(embedding_model=identity.name, embedding_model_sha256=identity.sha256)
+        if self.p.backend == "nli":
+            nli = self.nli().identity
+            provenance.update(nli_model=nli.name, nli_model_sha256=nli.sha256)
+        return self.info.model_copy(update={"provenance": provenance}) if provenance else self.info
 
     def score(self, batch: Batch) -> ScorerOutput:
         """Every distinct text of the batch's `rag` cases is embedded in one call (the llm backend first asks
@@ -349,6 +381,8 @@ class EmbeddingScorer(Scorer):
             judge.prefetch(evaluate)
         else:
             judge.prepare(set().union(*(self.texts_of(inp, judge) for _, inp in cases)))
+            if isinstance(judge, NliJudge):
+                judge.prefetch(evaluate)
         rows = evaluate()
         metrics = self.aggregate(rows)
         report = self.report(rows, metrics)
@@ -397,7 +431,7 @@ class RagScorer(EmbeddingScorer):
         return aggregate_means(rows, NAME, METRICS)
 
     def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
-        return report(rows, metrics)
+        return report(rows, metrics, self.trust_note)
 
     def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
         return columns(self.metrics_of(inp, judge))
@@ -450,11 +484,12 @@ def aggregate_means(rows: Sequence[CaseScore], name: str, columns: Sequence[str]
     return out
 
 
-def report(rows: Sequence[CaseScore], metrics: dict[str, float], limit: int = 20) -> str:
-    lines = [f"## {NAME}", "", "| metric | mean | cases |", "|---|---|---|"]
+def report(rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20) -> str:
+    """The scorer's section: each metric's mean and how far it can be trusted (`trust(metric)`), then the unsupported statements."""
+    lines = [f"## {NAME}", "", "| metric | mean | cases | reliability |", "|---|---|---|---|"]
     for m in METRICS:
         mean = metrics[f"{NAME}/{m}"]
-        lines.append(f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{m}_n'])} |")
+        lines.append(f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{m}_n'])} | {trust(m)} |")
     unsupported = [(r.case_id, v) for r in rows for v in json.loads(str(r.values[f"{NAME}/unsupported"]))]
     if unsupported:
         lines += ["", f"### Unsupported answer statements ({len(unsupported)}, first {min(limit, len(unsupported))})", "",

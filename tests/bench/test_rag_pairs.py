@@ -41,3 +41,10 @@ def test_every_metric_prefers_the_better_side_on_a_slice(quality) -> None:
     acc, misses = quality.accuracy(pairs)
     assert len(acc) == 8
     assert all(a["all"] >= 0.75 for a in acc.values()), misses
+
+
+def test_the_shipped_reliability_files_re_derive_from_the_pairs(quality) -> None:
+    from ragtrack.scorers.reliability import DIR, Reliability
+
+    shipped = {p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8")) for p in DIR.glob("*.json")}
+    assert quality.reliabilities() == shipped

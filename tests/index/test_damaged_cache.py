@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,5 +91,8 @@ def test_fresh_embeddings_expose_vectors_whose_checksums_were_rewritten(built):
     _random_vectors(folder)
     sums = json.loads((folder / CHECKSUMS).read_text())
     (folder / CHECKSUMS).write_text(json.dumps({**sums, "vectors.npy": sha256_file(folder / "vectors.npy")}))
-    poisoned = open_index(index.spec)
-    assert (poisoned.built, verify_vectors(index.spec, poisoned.vectors) > DEEP_TOLERANCE) == (False, True)
+    try:
+        poisoned = open_index(index.spec)
+        assert (poisoned.built, verify_vectors(index.spec, poisoned.vectors) > DEEP_TOLERANCE) == (False, True)
+    finally:
+        shutil.rmtree(folder)  # the session shares one cache: later tests must not find the poisoned index

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +277,26 @@ def test_a_model_path_that_does_not_exist_fails_when_the_scorer_is_built(name: s
     with pytest.raises(InputError) as e:
         build_scorer(name, {"model": str(tmp_path / "no-model")})
     assert str(e.value) == f"scorers.{name}: model: Value error, {tmp_path / 'no-model'}: model path does not exist"
+
+
+def test_the_report_shows_each_metric_s_measured_reliability() -> None:
+    scorer = build_scorer("rag", {}).use_encoder(FakeEncoder())
+    c, p = case("a", answer="The fee is 20 dollars.", contexts=(FEE,))
+    report = scorer.score(Batch(cases=[c], predictions=[p])).report_md
+    (line,) = [x for x in report.splitlines() if x.startswith("| faithfulness |")]
+    assert re.search(r"pairwise accuracy \d\.\d\d \[\d\.\d\d, \d\.\d\d\] on \d+ pairs held out", line), line
+
+
+def test_another_backend_s_report_says_its_reliability_was_not_measured() -> None:
+    scorer = build_scorer("rag", {"backend": "llm", "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}})
+    assert scorer.trust_note("faithfulness") == "reliability measured for rag v2 with the offline backend only"
+
+
+def test_the_reliability_file_s_hash_is_logged_with_the_scorer() -> None:
+    from ragtrack.hashing import sha256_file
+    from ragtrack.scorers.reliability import DIR
+
+    scorer = build_scorer("rag", {}).use_encoder(FakeEncoder())
+    c, p = case("a", answer="x", contexts=(FEE,))
+    info = scorer.score(Batch(cases=[c], predictions=[p])).info
+    assert info.provenance["reliability_sha256"] == sha256_file(DIR / "rag.json")

@@ -1,0 +1,97 @@
+"""How far each metric of the `rag` family can be trusted: its measured pairwise accuracy, shipped with the scorer.
+
+`bench/bench_rag_quality.py --write-reliability` scores the project's pair benchmark
+(`bench/rag_pairs/`: for each metric, pairs of a better and a worse answer or context list)
+and writes `reliability/<scorer>.json`: for the scorer's version and backend, each metric's
+pairwise accuracy (the share of pairs where the better side scores better; a tie or a NaN
+counts ½) with a 95% Wilson interval, per language, on the held-out pairs (written before
+any rule was tuned and never looked at since) and on all pairs. The scorer logs the file's
+sha256 (`scorer/<name>/reliability_sha256`) and its report shows the figure beside each
+metric; a backend or version the file was not measured for says so instead of a number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from ragtrack.hashing import sha256_bytes
+
+__all__ = ["DIR", "Accuracy", "Reliability", "load", "note", "wilson"]
+
+DIR = Path(__file__).resolve().parent / "reliability"
+Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
+
+
+class Accuracy(BaseModel):
+    """A pairwise accuracy over `n` pairs and its 95% Wilson interval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    accuracy: float
+    low: float
+    high: float
+    n: int
+
+    @classmethod
+    def of(cls, credits: list[float]) -> Accuracy:
+        n = len(credits)
+        acc = sum(credits) / n if n else math.nan
+        low, high = wilson(acc, n)
+        return cls(accuracy=round(acc, 4), low=round(low, 4), high=round(high, 4), n=n)
+
+    def show(self) -> str:
+        return f"{self.accuracy:.2f} [{self.low:.2f}, {self.high:.2f}] on {self.n} pairs"
+
+
+class Reliability(BaseModel):
+    """One scorer's measured reliability: per metric, per pair set (`heldout`, `all`), per language (`all`, `en`, `zh`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scorer: str
+    version: str
+    backend: str
+    model: str  # the embedding model it was measured with
+    pairs_sha256: str  # of the benchmark's pair files, in name order
+    method: str
+    metrics: dict[str, dict[str, dict[str, Accuracy]]]
+
+
+def wilson(p: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion `p` observed over `n` trials."""
+    if n == 0 or math.isnan(p):
+        return math.nan, math.nan
+    z2 = Z95 * Z95
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@cache
+def load(scorer: str) -> tuple[Reliability, str] | None:
+    """The shipped reliability of `scorer` and the file's sha256, or None when none ships."""
+    path = DIR / f"{scorer}.json"
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    return Reliability.model_validate(json.loads(data)), sha256_bytes(data)
+
+
+def note(scorer: str, version: str, backend: str, metric: str) -> str:
+    """What the report says beside `metric`: its measured accuracy, or why there is none for this scorer."""
+    found = load(scorer)
+    if found is None:
+        return "reliability not measured"
+    rel, _ = found
+    if rel.version != version or rel.backend != backend:
+        return f"reliability measured for {rel.scorer} v{rel.version} with the {rel.backend} backend only"
+    by_set = rel.metrics.get(metric)
+    if by_set is None:
+        return "reliability not measured"
+    held, every = by_set["heldout"]["all"], by_set["all"]["all"]
+    return f"pairwise accuracy {held.show()} held out; {every.show()} in all"
