@@ -26,7 +26,7 @@ from ragtrack.facts import facts, missing_fact, provided_keys
 from ragtrack.lexical import content_tokens, coverage, split_statements
 from ragtrack.text import norm
 
-__all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict"]
+__all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict", "unmatched"]
 
 
 class Verdict(BaseModel):
@@ -51,6 +51,11 @@ class Verdict(BaseModel):
             if getattr(self, field) < 0:
                 object.__setattr__(self, field, 1.0 if self.supported else 0.0)
         return self
+
+
+def unmatched(statements: Sequence[str]) -> list[Verdict]:
+    """The verdicts when the sources hold no sentence: every statement unsupported, matching nothing."""
+    return [Verdict(statement=s, supported=False, reason="no_match") for s in statements]
 
 
 class JudgeFailure(Exception):
@@ -141,11 +146,9 @@ class OfflineJudge:
     # -------------------------------------------------------------- decisions
 
     def support(self, statements: Sequence[str], sources: Sequence[str]) -> list[Verdict]:
-        if not statements:
-            return []
         sents = [s for src in sources for s in split_statements(src)]
-        if not sents:
-            return [Verdict(statement=s, supported=False, reason="no_match") for s in statements]
+        if not statements or not sents:
+            return unmatched(statements)
         joined = "\n".join(sources)
         whole, keys, all_tokens = norm(joined), provided_keys(joined), content_tokens(joined)
         cos = self.similarities(statements, sents)

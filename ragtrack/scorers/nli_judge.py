@@ -29,7 +29,7 @@ import numpy as np
 from ragtrack.embeddings import ModelIdentity, model_identity, resolve_model
 from ragtrack.errors import InputError
 from ragtrack.lexical import split_statements
-from ragtrack.scorers.judge import OfflineJudge, Verdict
+from ragtrack.scorers.judge import OfflineJudge, Verdict, unmatched
 from ragtrack.text import norm
 
 if TYPE_CHECKING:
@@ -125,11 +125,9 @@ class NliJudge:
         return self.offline.cosine(a, b)
 
     def support(self, statements: Sequence[str], sources: Sequence[str]) -> list[Verdict]:
-        if not statements:
-            return []
         sents = [s for src in sources for s in split_statements(src)]
-        if not sents:
-            return [Verdict(statement=s, supported=False, reason="no_match") for s in statements]
+        if not statements or not sents:
+            return unmatched(statements)
         whole = norm("\n".join(sources))
         cos = self.offline.similarities(statements, sents)
         return [self._verdict(st, cos[i], sents, whole) for i, st in enumerate(statements)]
