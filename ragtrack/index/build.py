@@ -16,10 +16,11 @@ reader never sees a half-written index (were the lock bypassed, the first rename
 the others' copies are dropped).
 
 A built index is verified, not trusted: `checksums.json` holds the sha256 of its vectors
-and chunks, and every load hashes them again (0.1 s for 40 MB of vectors). A folder that
-fails (other bytes under the same version, a truncated or unreadable file, a folder from
-before the checksums) is one warning line, removed, and built again: a damaged or
-tampered shared cache cannot change a score under an unchanged `index_version`.
+and chunks, and every load hashes them again (measured: 0.03 s for 26,000 vectors of 384
+dimensions, 0.1 s for 100,000). A folder that fails (other bytes under the same version, a
+truncated or unreadable file, a folder from before the checksums) is one warning line,
+removed, and built again: a damaged or tampered shared cache cannot change a score under an
+unchanged `index_version`.
 `verify_vectors` goes further for `ragtrack audit --deep`: it embeds the chunks afresh and
 compares, which also catches a cache whose checksums were rewritten to match.
 """

@@ -72,7 +72,6 @@ MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
 MAX_RUN_NAME = 250
-_MAX_REUSE_CANDIDATES = 100  # finished runs with a job's key looked at when choosing one to reuse
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
 
 
@@ -239,12 +238,9 @@ class MlflowSink:
         """
         if not self.job_key:
             return None
-        runs = self.client.search_runs(
-            [self.placement.experiment_id],
-            filter_string=f"tags.`{JOB_KEY_TAG}` = '{self.job_key}' and attributes.status = 'FINISHED'",
-            order_by=["attributes.start_time DESC"],
-            max_results=_MAX_REUSE_CANDIDATES,
-        )
+        runs = all_runs(self.client, [self.placement.experiment_id],
+                        f"tags.`{JOB_KEY_TAG}` = '{self.job_key}' and attributes.status = 'FINISHED'",
+                        order_by=["attributes.start_time DESC"])
         sweep = self.placement.parent_run_id
         return next((r.info.run_id for r in runs if sweep is None or r.data.tags.get("mlflow.parentRunId") != sweep), None)
 
