@@ -49,9 +49,10 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack.cachedir import cache_root
 from ragtrack.facts import Fact, facts, missing_fact, provided_keys
+from ragtrack.lexical import content_tokens
 from ragtrack.text import norm
 
-__all__ = ["Entity", "extract", "occurs"]
+__all__ = ["Entity", "extract", "focus", "occurs"]
 
 EntityKind = Literal["fact", "name", "term"]
 
@@ -200,6 +201,21 @@ def _extract(text: str) -> tuple[Entity, ...]:
             key = norm(word)
             add(Entity(text=word, key=key, kind="term", pieces=_pieces(word)) if kind == "term" else Entity(text=word, key=key, kind="name"))
     return tuple(found.values())
+
+
+def focus(question: str) -> str:
+    """The question without the names and terms it is asked about: what it asks of them.
+
+    Every chunk about a topic repeats the topic's names (the law, the office, the product); what
+    tells the chunk that answers from one on another facet of that topic is the rest of the
+    question. Names, terms and titles (《…》) are removed, longest first; numbers and dates stay
+    (they are part of the ask); a question that is nothing but entities stays whole.
+    """
+    out = question
+    for e in sorted(extract(question), key=lambda e: (-len(e.text), e.text)):
+        if e.kind != "fact" or (e.fact is not None and e.fact.kind == "title"):  # a number or date is what is asked
+            out = out.replace(e.text, " ")
+    return out if content_tokens(out) else question
 
 
 class _Text:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.entities import Entity, extract, occurs
+from ragtrack.entities import Entity, extract, focus, occurs
 from ragtrack.text import norm
 
 
@@ -88,3 +88,23 @@ def test_a_name_from_elsewhere_occurs_when_each_entity_in_it_does(name: str, tex
 
 def test_a_name_from_elsewhere_does_not_occur_when_one_entity_in_it_is_missing() -> None:
     assert not occurs(_llm_name("北京市住房公积金管理中心"), "上海市住房公积金管理中心")
+
+
+# ------------------------------------------------------------------ a question's focus
+
+
+def test_focus_drops_the_names_a_question_is_about() -> None:
+    assert focus("How long may the Heritage Export Licensing Office keep a licence open?").split() == [
+        "How", "long", "may", "the", "keep", "a", "licence", "open?"]
+
+
+def test_focus_drops_a_chinese_title_whole() -> None:
+    assert "《" not in focus("《机动车驾驶证申领和使用规定》对补考有什么限制？")
+
+
+def test_focus_keeps_the_numbers_a_question_asks_about() -> None:
+    assert "30" in focus("Is a refund paid within 30 days by Northgate Bank?")
+
+
+def test_a_question_that_is_only_names_stays_whole() -> None:
+    assert focus("Northgate Bank Bonus Saver") == "Northgate Bank Bonus Saver"

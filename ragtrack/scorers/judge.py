@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from rapidfuzz import fuzz
 
 from ragtrack.contradiction import conflict, quantity_conflict
+from ragtrack.entities import focus
 from ragtrack.facts import facts, missing_fact, provided_keys
 from ragtrack.lexical import content_tokens, coverage, split_statements
 from ragtrack.text import norm
@@ -83,6 +84,9 @@ class RagJudge(Protocol):
     def relevance(self, question: str, text: str) -> float:
         """How well `text` addresses `question`, 0..1."""
 
+    def chunk_relevance(self, question: str, chunk: str) -> float:
+        """How well a retrieved chunk addresses `question`, 0..1."""
+
     def cosine(self, a: str, b: str) -> float:
         """Embedding cosine of two texts."""
 
@@ -96,7 +100,8 @@ class OfflineJudge:
     (an answer's sentence that joins several source sentences).
 
     Relevance = `relevance_cosine_weight` · max(0, cosine) + (1 − that weight) · the share
-    of the question's content tokens that the text has.
+    of the question's content tokens that the text has; a retrieved chunk's, to the question's
+    focus (the question without the names and terms of its topic).
     """
 
     def __init__(
@@ -186,3 +191,8 @@ class OfflineJudge:
     def relevance(self, question: str, text: str) -> float:
         lex = coverage(content_tokens(question), content_tokens(text))
         return self.w * max(0.0, self.cosine(question, text)) + (1 - self.w) * lex
+
+    def chunk_relevance(self, question: str, chunk: str) -> float:
+        """`relevance` to the question's focus (`entities.focus`): the names a whole topic shares do not make a chunk
+        relevant, what the question asks of them does."""
+        return self.relevance(focus(question), chunk)

@@ -31,6 +31,7 @@ from rapidfuzz import fuzz
 
 from ragtrack.cachedir import cache_root
 from ragtrack.embeddings import DEFAULT_MODEL
+from ragtrack.entities import focus
 from ragtrack.errors import InputError
 from ragtrack.prompts import Prompt
 from ragtrack.registry import code_sha256, reaching
@@ -205,10 +206,10 @@ def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
 
 
 def context_relevance(inp: RagInputs, judge: RagJudge) -> Metric:
-    """The mean relevance (0..1) of the retrieved chunks to the question: each chunk counts by how relevant it is."""
+    """The mean relevance (0..1) of the retrieved chunks to the question's focus (`RagJudge.chunk_relevance`)."""
     if not inp.contexts:
         return Metric.nan(NO_CONTEXTS)
-    return Metric(value=sum(judge.relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
+    return Metric(value=sum(judge.chunk_relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
 
 
 def average_precision(relevant: Sequence[bool]) -> float:
@@ -263,7 +264,7 @@ def answer_correctness(inp: RagInputs, judge: RagJudge, f1_weight: float) -> Met
 
 def texts_of(inp: RagInputs, judge: RagJudge) -> set[str]:
     """Every text the six metrics ask the backend about for this case."""
-    texts = {inp.question, *inp.contexts}
+    texts = {inp.question, focus(inp.question), *inp.contexts}
     sources = [*inp.contexts]
     if inp.answer.strip():
         texts.add(inp.answer)
@@ -414,7 +415,7 @@ class RagScorer(EmbeddingScorer):
     """SPEC §3 over every case with a `reference` (items of a `rag` eval set)."""
 
     name = NAME
-    version = "2"  # 2: graded support with contradictions, quantities by value, answer_correctness without cosine
+    version = "3"  # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs the question's focus
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rapidfuzz import fuzz
 
+from ragtrack.entities import focus
 from ragtrack.errors import InputError
 from ragtrack.eval_sets import load_eval_set
 from ragtrack.predictions import match_prediction_file
@@ -289,7 +290,7 @@ def test_the_report_shows_each_metric_s_measured_reliability() -> None:
 
 def test_another_backend_s_report_says_its_reliability_was_not_measured() -> None:
     scorer = build_scorer("rag", {"backend": "llm", "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}})
-    assert scorer.trust_note("faithfulness") == "reliability measured for rag v2 with the offline backend only"
+    assert scorer.trust_note("faithfulness") == f"reliability measured for rag v{scorer.version} with the offline backend only"
 
 
 def test_the_reliability_file_s_hash_is_logged_with_the_scorer() -> None:
@@ -300,3 +301,12 @@ def test_the_reliability_file_s_hash_is_logged_with_the_scorer() -> None:
     c, p = case("a", answer="x", contexts=(FEE,))
     info = scorer.score(Batch(cases=[c], predictions=[p])).info
     assert info.provenance["reliability_sha256"] == sha256_file(DIR / "rag.json")
+
+
+def test_context_relevance_reads_each_chunk_against_the_question_s_focus() -> None:
+    question = "How long does the Northgate Bank Bonus Saver pay its bonus?"
+    chunks = ("The Northgate Bank Bonus Saver was launched in 2021.", "The bonus is paid for twelve months.")
+    rows, _ = score(case("a", question=question, answer="Twelve months.", contexts=chunks))
+    judge = build_scorer("rag", {}).use_encoder(FakeEncoder()).judge()
+    expected = sum(judge.relevance(focus(question), c) for c in chunks) / 2
+    assert rows["a"]["rag/context_relevance"] == pytest.approx(expected)
