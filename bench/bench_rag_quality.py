@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from rapidfuzz import fuzz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragtrack.hashing import sha256_bytes  # noqa: E402
 from ragtrack.scorers import Batch, build_scorer, get_scorer_class  # noqa: E402
 from ragtrack.scorers.reliability import DIR as RELIABILITY_DIR, Accuracy, Reliability  # noqa: E402
+from ragtrack.text import norm  # noqa: E402
 from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
 
 PAIRS_DIR = Path(__file__).resolve().parent / "rag_pairs"
@@ -59,6 +61,7 @@ class Pair(BaseModel):
     ground_truth_contexts: list[str] | None = None
     better: Side
     worse: Side
+    altered: str | None = None  # faithfulness: the worse side's statement that was altered (newer topics)
 
 
 def pairs_of(topic: dict[str, Any], lang: str) -> list[Pair]:
@@ -81,7 +84,27 @@ def pairs_of(topic: dict[str, Any], lang: str) -> list[Pair]:
         ("earag/entity_coverage", {}, Side(answer=t["good_answer"], contexts=ctx), Side(answer=t["cov_worse"], contexts=ctx)),
         ("earag/hallucination", {}, Side(answer=t["hall_better"], contexts=ctx), Side(answer=t["hall_worse"], contexts=ctx)),
     ]
-    return [Pair(id=f"{t['id']}:{metric}", metric=metric, better=b, worse=w, **common, **extra) for metric, extra, b, w in spec]
+    altered = {"rag/faithfulness": t.get("faith_altered")}
+    return [Pair(id=f"{t['id']}:{metric}", metric=metric, better=b, worse=w, altered=altered.get(metric), **common, **extra)
+            for metric, extra, b, w in spec]
+
+
+FLAG_MATCH = 80  # rapidfuzz partial_ratio at which an unsupported statement is the altered one (a split may cut it)
+
+
+def flag_rates(pairs: Sequence[Pair]) -> dict[str, tuple[float, float, int]]:
+    """Per language (and `all`): the share of faithfulness pairs whose altered statement the worse side's
+    `rag/unsupported` names, the share whose better side has no unsupported statement, and the pair count."""
+    chosen = [p for p in pairs if p.metric == "rag/faithfulness" and p.altered]
+    cols = side_scores(chosen, None) if chosen else {}
+    by: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for p in chosen:
+        worse = json.loads(cols[f"{p.id}/worse"]["rag/unsupported"])
+        better = json.loads(cols[f"{p.id}/better"]["rag/unsupported"])
+        flagged = any(fuzz.partial_ratio(norm(v["statement"]), norm(p.altered or "")) >= FLAG_MATCH for v in worse)
+        for key in ("all", p.lang):
+            by[key].append((flagged, not better))
+    return {k: (sum(f for f, _ in v) / len(v), sum(c for _, c in v) / len(v), len(v)) for k, v in by.items()}
 
 
 SPLITS = ("tune", "holdout", "blind", "heldout")
@@ -232,6 +255,12 @@ def main() -> None:
     for metric in sorted(acc):
         a = acc[metric]
         print(f"{metric:<26} {n[metric]:>5} {a['all']:>6.3f} {a.get('en', math.nan):>6.3f} {a.get('zh', math.nan):>6.3f}")
+    rates = flag_rates(pairs)
+    if rates:
+        print("\nfaithfulness, pairs with a marked altered statement: altered statement flagged on the worse side / "
+              "better side left clean")
+        for key, (flagged, clean, n) in sorted(rates.items()):
+            print(f"  {key:<4} {flagged:.3f} / {clean:.3f}  ({n} pairs)")
     if args.show_misses:
         # The held-out topics are measured, never studied: their misses are not shown.
         shown = [line for line in misses if "[heldout]" not in line]

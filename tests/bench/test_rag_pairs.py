@@ -48,3 +48,9 @@ def test_the_shipped_reliability_files_re_derive_from_the_pairs(quality) -> None
 
     shipped = {p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8")) for p in DIR.glob("*.json")}
     assert quality.reliabilities() == shipped
+
+
+def test_flag_rates_count_the_faithfulness_pairs_with_a_marked_altered_statement(quality) -> None:
+    pairs = [p for p in quality.load_pairs("tune") if p.altered][:2]
+    rates = quality.flag_rates(pairs)
+    assert rates["all"][2] == 2 and all(0 <= r <= 1 for r in rates["all"][:2])
