@@ -18,7 +18,9 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
   `at least`/`at most`, `more than`/`less than`, `within`/`beyond`, `if`/`unless`,
   之前/之后, 以上/以下, 至少/最多, 超过/不超过; 前 后 内 after a number or a unit of
   time), each with the operators that bound the other way. A statement whose operator
-  is not in its evidence, while one bounding the other way is, changes a condition.
+  is not in its evidence, while one bounding the other way is, changes a condition; so
+  does one whose operator stands, in the character alignment of the two texts, where the
+  evidence has its opposite (30日后 for 30日内), whatever operators both texts share.
 - **quantities** (`ragtrack.facts`): an amount of a family (time, money, length …) that
   the sources do not hold, where the evidence holds an amount of the same family,
   contradicts it.
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 from rapidfuzz import fuzz
 
 from ragtrack.facts import Fact
 
-__all__ = ["conflict", "polarity", "quantity_conflict", "relations"]
+__all__ = ["conflict", "polarity", "quantity_conflict", "relation_spans", "relations"]
 
 _EN_WORD = re.compile(r"[a-z]+(?:'t)?")  # can't, don't: a word ending in n't
 _EN_NEGATORS = frozenset(
@@ -104,14 +107,40 @@ def polarity(text: str) -> int:
 @lru_cache(maxsize=65536)
 def relations(text: str) -> frozenset[str]:
     """The relation operators of `text`, by canonical name (`min`, `before`, …)."""
-    s = _fold(text)
-    found = {name for name, pattern in _NEGATED_BOUND.items() if pattern.search(s)}
+    return frozenset(name for _, _, name in relation_spans(_fold(text)))
+
+
+def _blank(m: re.Match[str]) -> str:
+    return " " * len(m.group(0))  # keeps every later offset
+
+
+@lru_cache(maxsize=65536)
+def relation_spans(folded: str) -> tuple[tuple[int, int, str], ...]:
+    """The relation operators of a folded text: (start, end, canonical name), in the order they are written."""
+    s = folded
+    found = [(m.start(), m.end(), name) for name, pattern in _NEGATED_BOUND.items() for m in pattern.finditer(s)]
     for pattern in _NEGATED_BOUND.values():
-        s = pattern.sub(" ", s)
-    found |= {_EN_RELATIONS[m.group(1)] for m in _EN_REL.finditer(s)}
-    found |= {_CN_RELATIONS[m.group(0)] for m in _CN_REL.finditer(_CN_NOT_NEGATION.sub("", s))}
-    found |= {_CN_POST[m.group(1)] for m in _CN_POSTPOSITION.finditer(s)}
-    return frozenset(found)
+        s = pattern.sub(_blank, s)
+    found += [(m.start(1), m.end(1), _EN_RELATIONS[m.group(1)]) for m in _EN_REL.finditer(s)]
+    found += [(m.start(), m.end(), _CN_RELATIONS[m.group(0)]) for m in _CN_REL.finditer(_CN_NOT_NEGATION.sub(_blank, s))]
+    found += [(m.start(1), m.end(1), _CN_POST[m.group(1)]) for m in _CN_POSTPOSITION.finditer(s)]
+    return tuple(sorted(found))
+
+
+def _swapped_operator(said: str, source: str) -> str | None:
+    """An operator of `said` written where `source`, in the same wording, has its opposite (30日内 -> 30日后)."""
+    mine, theirs = relation_spans(said), relation_spans(source)
+    if not mine or not theirs:
+        return None
+    for op, i1, i2, j1, j2 in SequenceMatcher(a=source, b=said, autojunk=False).get_opcodes():
+        if op != "replace":
+            continue
+        for s0, e0, mine_r in mine:
+            if s0 < j2 and e0 > j1:
+                rival = next((t for t0, t1, t in theirs if t0 < i2 and t1 > i1 and t in _OPPOSITE[mine_r]), None)
+                if rival:
+                    return f"condition: {mine_r} where the source says {rival}"
+    return None
 
 
 def quantity_conflict(statement_facts: list[Fact], evidence_facts: list[Fact], support_keys: frozenset[str]) -> str | None:
@@ -164,4 +193,4 @@ def conflict(statement: str, evidence: str) -> str | None:
         rival = sorted((_OPPOSITE[r] & its) - ours)
         if rival:
             return f"condition: {r} where the source says {rival[0]}"
-    return None
+    return _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur

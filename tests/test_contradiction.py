@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrack.contradiction import conflict, polarity, quantity_conflict, relations
+from ragtrack.contradiction import conflict, polarity, quantity_conflict, relation_spans, relations
 from ragtrack.facts import facts, provided_keys
 
 
@@ -45,3 +45,19 @@ def test_an_amount_of_the_family_the_evidence_states_otherwise_conflicts():
 def test_the_same_amount_in_another_unit_does_not_conflict():
     src = "Refunds take 72 hours."
     assert quantity_conflict(facts("Refunds take three days."), facts(src), provided_keys(src)) is None
+
+
+def test_an_operator_in_its_opposites_place_contradicts_where_both_occur_elsewhere() -> None:
+    # 后 (after) where the source has 内 (within); 受理后 and 工作日内 occur in both, so the sets alone cannot tell
+    said = "用户须自交寄之日起30日后提出索赔，快递公司在受理后7个工作日内答复"
+    source = "用户须自交寄之日起30日内提出索赔，快递公司在受理后7个工作日内答复"
+    assert conflict(said, source) == "condition: after where the source says within"
+
+
+def test_the_same_operators_in_the_same_places_do_not_contradict() -> None:
+    text = "Book at least 48 hours before the visit and pay within a week."
+    assert conflict(text, text) is None
+
+
+def test_relation_spans_are_in_written_order() -> None:
+    assert [name for _, _, name in relation_spans("pay within 30 days, at least 2 days before")] == ["within", "min", "before"]
