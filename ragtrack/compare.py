@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from ragtrack.errors import InputError
 from ragtrack.scorers.base import CaseTerms, get_scorer_class
+from ragtrack.stats import paired_bootstrap
 
 __all__ = ["CaseMove", "Comparison", "LoggedDiff", "McNemar", "MetricDiff", "RunRef", "RunSide", "compare", "parse_regression_gate"]
 
@@ -217,7 +218,7 @@ def compare(
         )
     fa, fb = _aligned(a, shared), _aligned(b, shared)
     terms_a, terms_b, not_compared = _terms(a, b, fa, fb)
-    diffs = _bootstrap(terms_a, terms_b, n_resamples, seed, confidence)
+    diffs = paired_bootstrap(terms_a, terms_b, n_resamples=n_resamples, seed=seed, confidence=confidence)
     metrics = [
         _metric_diff(ta, tb, ci, fa, fb, top, 1 - confidence) for ta, tb, ci in zip(terms_a, terms_b, diffs, strict=True)
     ]
@@ -284,43 +285,6 @@ def _terms(a: RunSide, b: RunSide, fa: dict[str, list], fb: dict[str, list]) -> 
         out_b += tb
     skipped += [f"scorer {name}: ran only in B" for name in b.scorers if name not in a.scorers]
     return out_a, out_b, skipped
-
-
-def _ratio(num: np.ndarray, den: np.ndarray, empty: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), empty)
-
-
-def _bootstrap(
-    terms_a: list[CaseTerms], terms_b: list[CaseTerms], n_resamples: int, seed: int, confidence: float
-) -> list[tuple[float, float]]:
-    """The percentile interval of `B − A` for each metric, from one seeded set of case resamples."""
-    if not terms_a:
-        return []
-    num_a, den_a = (np.array([getattr(t, k) for t in terms_a], dtype=float).T for k in ("num", "den"))
-    num_b, den_b = (np.array([getattr(t, k) for t in terms_b], dtype=float).T for k in ("num", "den"))
-    empty_a = np.array([t.empty for t in terms_a])
-    empty_b = np.array([t.empty for t in terms_b])
-    n = num_a.shape[0]
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))  # bound the weight matrix to ~16 MB
-    parts = []
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]  # resample r draws n cases
-        w = np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)  # times each case was drawn
-        parts.append(_ratio(w @ num_b, w @ den_b, empty_b) - _ratio(w @ num_a, w @ den_a, empty_a))
-    diffs = np.vstack(parts)
-    tail = 100 * (1 - confidence) / 2
-    out = []
-    for col in diffs.T:
-        col = col[~np.isnan(col)]
-        if col.size == 0:
-            out.append((math.nan, math.nan))
-        else:
-            lo, hi = np.percentile(col, [tail, 100 - tail])
-            out.append((float(lo), float(hi)))
-    return out
 
 
 def _mean(t: CaseTerms) -> float:

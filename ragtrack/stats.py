@@ -13,7 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_RESAMPLES", "Interval", "bootstrap_mean_ci", "bootstrap_ratio_ci"]
+from ragtrack.scorers.base import CaseTerms
+
+__all__ = ["DEFAULT_RESAMPLES", "Interval", "bootstrap_mean_ci", "bootstrap_ratio_ci", "paired_bootstrap"]
 
 DEFAULT_RESAMPLES = 10_000
 _CELLS_PER_CHUNK = 4_000_000  # resample indices drawn at once (32 MB of int64): memory stays flat for any n
@@ -94,3 +96,42 @@ def bootstrap_mean_ci(
     """Interval of the mean of `values`; None and NaN (not computed for that case) are left out."""
     kept = [float(v) for v in values if v is not None and not math.isnan(v)]
     return bootstrap_ratio_ci(kept, [1.0] * len(kept), seed=seed, n_resamples=n_resamples, confidence=confidence)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray, empty: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), empty)
+
+
+def paired_bootstrap(
+    terms_a: Sequence[CaseTerms], terms_b: Sequence[CaseTerms], *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+    confidence: float = 0.95,
+) -> list[tuple[float, float]]:
+    """The percentile interval of `B − A` for each metric (`terms_a[i]` against `terms_b[i]`, over the same cases in
+    the same order), from one seeded set of case resamples: each case is compared with itself."""
+    if not terms_a:
+        return []
+    num_a, den_a = (np.array([getattr(t, k) for t in terms_a], dtype=float).T for k in ("num", "den"))
+    num_b, den_b = (np.array([getattr(t, k) for t in terms_b], dtype=float).T for k in ("num", "den"))
+    empty_a = np.array([t.empty for t in terms_a])
+    empty_b = np.array([t.empty for t in terms_b])
+    n = num_a.shape[0]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))  # bound the weight matrix to ~16 MB
+    parts = []
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
+        draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]  # resample r draws n cases
+        w = np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)  # times each case was drawn
+        parts.append(_ratio(w @ num_b, w @ den_b, empty_b) - _ratio(w @ num_a, w @ den_a, empty_a))
+    diffs = np.vstack(parts)
+    tail = 100 * (1 - confidence) / 2
+    out = []
+    for col in diffs.T:
+        col = col[~np.isnan(col)]
+        if col.size == 0:
+            out.append((math.nan, math.nan))
+        else:
+            lo, hi = np.percentile(col, [tail, 100 - tail])
+            out.append((float(lo), float(hi)))
+    return out

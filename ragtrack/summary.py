@@ -1,16 +1,23 @@
-"""A sweep at a glance: one row per job with its headline metric and a 95% bootstrap interval, the best job, a chart.
+"""A sweep at a glance: one row per job with its headline metric and a 95% bootstrap interval, who won, a chart.
 
 Pure: the tracking layer (`ragtrack.tracking.sweep_summary`) gathers each job's run,
 metrics and per-case values and logs what this module renders (`sweep_summary.parquet`,
 `sweep_summary.md`, `sweep_summary.png`) into the sweep's parent run.
 
 The headline metric is `tracking.headline_metric`; when unset, `eval_json_v2/eval_score_avg`
-if a job logged it, else the first metric (by name, as runs log them; counts `n_…` left
-out) of the first configured scorer. Its interval is a seeded bootstrap over the job's
-cases of the metric's per-case terms, as its scorer declares them (`Scorer.case_terms`,
-read from the job's `cases.parquet`), so it is reproducible bit for bit; so is its
-direction (higher or lower is better). A metric without declared terms gets no interval
-and is ranked higher-is-better.
+if a job logged it, else the overall figure a configured scorer declares (`Scorer.headline`:
+earag's `overall`, rag's `faithfulness`, …) of the first scorer that has one, else the first
+metric (by name, as runs log them; counts `n_…` left out) of the first configured scorer.
+Its interval is a seeded bootstrap over the job's cases of the metric's per-case terms, as
+its scorer declares them (`Scorer.case_terms`, read from the job's `cases.parquet`), so it
+is reproducible bit for bit; so is its direction (higher or lower is better). A metric
+without declared terms gets no interval and is ranked higher-is-better.
+
+**Who won.** The job with the best value *wins* only when it beats every other ranked job
+significantly: a paired bootstrap of the difference over the cases both scored (the
+resampling `ragtrack compare` uses, `stats.paired_bootstrap`) whose whole interval lies on
+the better side of 0. Otherwise the top job and every job it does not beat are *tied*,
+and the summary says so: no winner is named for an exact tie or an overlap.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ __all__ = [
     "DEFAULT_HEADLINE",
     "JobOutcome",
     "JobScores",
+    "Margin",
     "SummaryRow",
     "SweepJob",
     "SweepSummary",
@@ -42,6 +50,7 @@ __all__ = [
     "summarize",
     "summary_frame",
     "summary_lines",
+    "verdict",
 ]
 
 DEFAULT_HEADLINE = "eval_json_v2/eval_score_avg"
@@ -72,12 +81,14 @@ class SweepJob(BaseModel):
 
 
 class JobScores(BaseModel):
-    """A job's logged metrics and its headline metric's per-case terms (None: not declared, or no per-case table)."""
+    """A job's logged metrics and its headline metric's per-case terms (None: not declared, or no per-case table),
+    with the case id of each term (for pairing jobs case by case)."""
 
     model_config = ConfigDict(frozen=True)
 
     metrics: dict[str, float] = Field(default_factory=dict)
     terms: CaseTerms | None = None
+    case_ids: list[str] | None = None
 
 
 class SummaryRow(BaseModel):
@@ -99,6 +110,19 @@ class SummaryRow(BaseModel):
     error: str | None
 
 
+class Margin(BaseModel):
+    """The top job against another: the paired difference `top − other` and its interval over their shared cases."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job: int
+    diff: float
+    low: float
+    high: float
+    n_shared: int  # cases both jobs counted in the metric
+    significant: bool
+
+
 class SweepSummary(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -109,7 +133,14 @@ class SweepSummary(BaseModel):
     n_resamples: int
     axes: list[str]
     rows: list[SummaryRow]
-    best: SummaryRow | None
+    best: SummaryRow | None  # the top value; the winner only when `winner` says so
+    margins: list[Margin] = Field(default_factory=list)  # the top job against each other ranked job
+    tied: list[int] = Field(default_factory=list)  # jobs the top one does not beat significantly, itself first
+
+    @property
+    def winner(self) -> SummaryRow | None:
+        """The top job when it beats every other ranked job significantly, else None."""
+        return self.best if self.best is not None and self.tied == [self.best.job] else None
 
 
 def headline_terms(metric: str, columns: CaseColumns) -> CaseTerms | None:
@@ -129,6 +160,13 @@ def headline_metric(configured: str | None, scorers: Sequence[str], logged: Sequ
     names = sorted({k for m in logged for k in m})
     if DEFAULT_HEADLINE in names:
         return DEFAULT_HEADLINE
+    for scorer in scorers:
+        try:
+            declared = get_scorer_class(scorer).headline
+        except InputError:  # not a registered scorer
+            continue
+        if declared and f"{scorer}/{declared}" in names:
+            return f"{scorer}/{declared}"
     for scorer in scorers:
         for name in names:
             scope, _, metric = name.partition("/")
@@ -189,10 +227,44 @@ def summarize(
     declared = [s.terms for s in scores.values() if s.terms is not None]
     higher = declared[0].higher_is_better if declared else True
     best = None
+    margins: list[Margin] = []
     if ranked:
-        best = (max if higher else min)(ranked, key=lambda r: r.value)  # the first of equals wins
+        best = (max if higher else min)(ranked, key=lambda r: r.value)  # the first of equals is the top
+        margins = [_margin(best.job, r.job, scores, higher, seed, n_resamples, confidence) for r in ranked if r is not best]
+    tied = ([best.job] + [m.job for m in margins if not m.significant]) if best is not None else []
     return SweepSummary(metric=metric, higher_is_better=higher, confidence=confidence, seed=seed,
-                        n_resamples=n_resamples, axes=axes, rows=rows, best=best)
+                        n_resamples=n_resamples, axes=axes, rows=rows, best=best, margins=margins, tied=tied)
+
+
+def _margin(top: int, other: int, scores: Mapping[int, JobScores], higher: bool, seed: int, n_resamples: int,
+            confidence: float) -> Margin:
+    """`top − other` over the cases both jobs scored, paired; not significant when either lacks per-case terms."""
+    from ragtrack.stats import paired_bootstrap
+
+    a, b = scores.get(other, JobScores()), scores.get(top, JobScores())
+    if a.terms is None or b.terms is None or a.case_ids is None or b.case_ids is None:
+        return Margin(job=other, diff=math.nan, low=math.nan, high=math.nan, n_shared=0, significant=False)
+    in_a = set(a.case_ids)
+    shared = [cid for cid in b.case_ids if cid in in_a]
+    ta, tb = _on(a, shared), _on(b, shared)
+    ((low, high),) = paired_bootstrap([ta], [tb], n_resamples=n_resamples, seed=seed, confidence=confidence)
+    significant = low > 0 if higher else high < 0
+    counted = sum(1 for da, db in zip(ta.den, tb.den, strict=True) if da > 0 and db > 0)
+    return Margin(job=other, diff=_ratio(tb) - _ratio(ta), low=low, high=high, n_shared=counted,
+                  significant=bool(significant))
+
+
+def _on(scores: JobScores, ids: Sequence[str]) -> CaseTerms:
+    """A job's terms restricted to `ids`, in that order."""
+    assert scores.terms is not None and scores.case_ids is not None
+    t = scores.terms
+    at = {cid: i for i, cid in enumerate(scores.case_ids)}
+    return t.model_copy(update={"num": [t.num[at[c]] for c in ids], "den": [t.den[at[c]] for c in ids]})
+
+
+def _ratio(t: CaseTerms) -> float:
+    den = math.fsum(t.den)
+    return math.fsum(t.num) / den if den else t.empty
 
 
 def _fmt(v: float) -> str:
@@ -210,7 +282,8 @@ def summary_frame(summary: SweepSummary) -> "pandas.DataFrame":
             "job": r.job, **{f"axis/{a}": v for a, v in r.axes.items()}, "overrides": r.overrides, "status": r.status,
             "stage": r.stage, "reused": r.reused, "run_id": r.run_id, "run_name": r.run_name, m: r.value, f"{m}/ci_low": r.ci_low,
             f"{m}/ci_high": r.ci_high, "n_cases": r.n_cases, "gate/all": r.gate_all,
-            "best": summary.best is not None and r.job == summary.best.job, "error": r.error,
+            "best": summary.winner is not None and r.job == summary.winner.job, "tied": r.job in summary.tied and
+            len(summary.tied) > 1, "error": r.error,
         })
     return pd.DataFrame.from_records(records)
 
@@ -224,14 +297,34 @@ def _ci(r: SummaryRow) -> str:
     return f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]" if not math.isnan(r.ci_low) else "–"
 
 
+def verdict(summary: SweepSummary) -> str:
+    """One line: the winner and its smallest margin, the tie, or that nothing was ranked."""
+    if summary.best is None:
+        return "no winner: no finished job logged the headline metric"
+    pct = f"{summary.confidence:.0%}"
+    if summary.winner is not None:
+        closest = min(summary.margins, key=lambda m: abs(m.diff), default=None)
+        ahead = (f", ahead of #{closest.job} by {_fmt(closest.diff)} [{_fmt(closest.low)}, {_fmt(closest.high)}] "
+                 f"({pct} paired bootstrap over {closest.n_shared} cases)") if closest else ""
+        return f"winner: #{summary.best.job}{ahead}"
+    others = ", ".join(f"#{j}" for j in summary.tied[1:])
+    return (f"no winner: #{summary.best.job} is not significantly better than {others} on {summary.metric} "
+            f"({pct} paired bootstrap)")
+
+
 def summary_lines(summary: SweepSummary) -> list[str]:
-    """One console line per job: its axes, the metric with its interval, its status; the best one marked."""
+    """One console line per job: its axes, the metric with its interval, its status; the winner or the tied marked;
+    then the verdict."""
     out = []
     for r in summary.rows:
-        best = "  <- best" if summary.best is not None and r.job == summary.best.job else ""
+        mark = ""
+        if summary.winner is not None and r.job == summary.winner.job:
+            mark = "  <- best"
+        elif r.job in summary.tied and len(summary.tied) > 1:
+            mark = "  <- tied"
         label = " ".join(f"{a}={r.axes[a]}" for a in summary.axes) or r.overrides
-        out.append(f"#{r.job} {label}: {_fmt(r.value)} {_ci(r)} {_status(r)}{best}")
-    return out
+        out.append(f"#{r.job} {label}: {_fmt(r.value)} {_ci(r)} {_status(r)}{mark}")
+    return out + [verdict(summary)]
 
 
 def render_summary(summary: SweepSummary, parent_run_id: str | None = None) -> str:
@@ -244,18 +337,18 @@ def render_summary(summary: SweepSummary, parent_run_id: str | None = None) -> s
         f"- headline metric: `{summary.metric}` ({'higher' if summary.higher_is_better else 'lower'} is better)",
         f"- {pct} interval: percentile bootstrap over cases, seed {summary.seed}, {summary.n_resamples} resamples",
     ]
-    if summary.best is not None:
-        b = summary.best
+    if summary.winner is not None:
+        b = summary.winner
         lines.append(f"- best: job {b.job} ({b.overrides}), run `{b.run_id}`: {_fmt(b.value)} {_ci(b)}")
-    else:
-        lines.append("- best: none (no finished job logged the headline metric)")
+    lines.append(f"- {verdict(summary)}")
     failed = [r for r in summary.rows if r.status != "FINISHED"]
     reused = [r for r in summary.rows if r.reused]
     lines.append(f"- jobs: {len(summary.rows)}, failed {len(failed)}, reused {len(reused)}")
     lines += ["", f"| job | {' | '.join(summary.axes)} | status | run | {summary.metric} | {pct} CI | n | gate/all |",
               "|---" * (len(summary.axes) + 7) + "|"]
     for r in summary.rows:
-        mark = " **best**" if summary.best is not None and r.job == summary.best.job else ""
+        mark = " **best**" if summary.winner is not None and r.job == summary.winner.job else (
+            " (tied)" if r.job in summary.tied and len(summary.tied) > 1 else "")
         run = f"`{r.run_id}`" if r.run_id else "–"
         cells = [str(r.job), *(r.axes[a] for a in summary.axes), _status(r).replace("|", "\\|"), run,
                  _fmt(r.value) + mark, _ci(r), str(r.n_cases) if r.n_cases else "–", _fmt(r.gate_all)]

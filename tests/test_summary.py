@@ -16,6 +16,7 @@ from ragtrack.summary import (
     render_summary,
     summarize,
     summary_frame,
+    summary_lines,
 )
 
 M = "eval_json_v2/eval_score_avg"
@@ -25,9 +26,10 @@ def _job(i, adapter, prompt, status="FINISHED", **kw):
     return SweepJob(index=i, overrides=[f"adapter={adapter}", f"prompt={prompt}"], status=status, run_id=f"run{i}", **kw)
 
 
-def _scores(values, higher_is_better=True):
+def _scores(values, higher_is_better=True, ids=None):
     terms = CaseTerms(metric=M, num=values, den=[1.0] * len(values), higher_is_better=higher_is_better)
-    return JobScores(metrics={M: math.fsum(values) / len(values), "gate/all": 0.0}, terms=terms)
+    ids = ids or [f"c{i}" for i in range(len(values))]
+    return JobScores(metrics={M: math.fsum(values) / len(values), "gate/all": 0.0}, terms=terms, case_ids=ids)
 
 
 @pytest.fixture
@@ -79,7 +81,7 @@ def test_dev_only_jobs_rank_below_full_set_jobs():
 def test_markdown_lists_every_job_and_names_the_best(summary):
     md = render_summary(summary, "parent123")
     assert "| 2 | lora | v1 | FAILED: ValueError: no |" in md and "FINISHED (reused)" in md
-    assert "- best: job 3 (adapter=lora prompt=v2), run `run3`" in md
+    assert "- best: job 3 (adapter=lora prompt=v2), run `run3`" in md and "- winner: #3, ahead of #1" in md
 
 
 def test_frame_has_the_metric_and_its_bounds(summary):
@@ -118,3 +120,53 @@ def test_headline_terms_come_from_the_scorers_declaration():
 
 def test_metric_without_declared_terms_has_none():
     assert headline_terms("nosuchscorer/x", {}) is None and headline_terms(M, {}) is None
+
+
+# ------------------------------------------------------------------ who won
+
+
+def _pair(top, other, **kw):
+    jobs = [_job(0, "a", "v1"), _job(1, "b", "v1")]
+    return summarize(jobs, {0: top, 1: other}, M, n_resamples=2000, **kw)
+
+
+def test_a_job_that_beats_the_other_on_every_case_wins():
+    s = _pair(_scores([9.0, 8.0, 9.5, 8.5, 9.0, 9.2] * 5), _scores([5.0, 4.0, 5.5, 4.5, 5.0, 5.2] * 5))
+    assert (s.winner.job, s.tied) == (0, [0])
+
+
+def test_an_exact_tie_names_no_winner():
+    s = _pair(_scores([7.0, 8.0, 9.0] * 4), _scores([7.0, 8.0, 9.0] * 4))
+    assert (s.winner, s.tied) == (None, [0, 1])
+
+
+def test_a_small_gap_inside_the_noise_is_a_tie():
+    top = [10.0, 0.0, 9.0, 1.0, 10.0, 0.0, 8.0, 2.0]
+    s = _pair(_scores(top), _scores([v - 0.5 if i % 4 == 0 else v for i, v in enumerate(top)]))
+    assert (s.best.job, s.winner, s.margins[0].low <= 0 <= s.margins[0].high) == (0, None, True)
+
+
+def test_jobs_are_paired_on_the_cases_both_scored():
+    s = _pair(_scores([9.0, 9.0, 9.0, 1.0], ids=["a", "b", "c", "x"]), _scores([2.0, 2.0, 2.0, 9.0], ids=["y", "a", "b", "c"]))
+    assert s.margins[0].n_shared == 3
+
+
+def test_a_job_without_per_case_terms_cannot_be_beaten_significantly():
+    s = _pair(_scores([9.0] * 10), JobScores(metrics={M: 1.0}))
+    assert (s.winner, s.tied) == (None, [0, 1])
+
+
+def test_the_console_says_who_won_and_by_how_much():
+    s = _pair(_scores([9.0, 8.0, 9.5, 8.5] * 5), _scores([5.0, 4.0, 5.5, 4.5] * 5))
+    lines = summary_lines(s)
+    assert lines[0].endswith("<- best") and lines[-1].startswith("winner: #0, ahead of #1 by 4")
+
+
+def test_the_console_names_the_tied_jobs():
+    lines = summary_lines(_pair(_scores([7.0, 8.0] * 3), _scores([7.0, 8.0] * 3)))
+    assert [line.endswith("<- tied") for line in lines[:2]] == [True, True] and lines[-1].startswith("no winner: #0")
+
+
+def test_the_headline_is_the_overall_figure_a_scorer_declares():
+    logged = [{"earag/entity_coverage": 1.0, "earag/overall": 0.5, "rag/answer_correctness": 0.2}]
+    assert headline_metric(None, ["rag", "earag"], logged) == "earag/overall"

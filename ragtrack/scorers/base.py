@@ -116,6 +116,7 @@ class Scorer(Component):
 
     kind: ClassVar[str] = "scorers"
     section: ClassVar[Section | None] = None
+    headline: ClassVar[str | None] = None  # the metric that sums the scorer up (its overall figure), if it has one
 
     @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:

@@ -183,6 +183,7 @@ class EaragScorer(EmbeddingScorer):
     """SPEC §4 over every case with a `reference` (items of a `rag` eval set)."""
 
     name = NAME
+    headline = "overall"
     version = "3"  # 2: support verdicts with contradictions, quantities by value; 3: an operator in its opposite's place (rag v3)
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS

@@ -133,6 +133,7 @@ class EvalJsonV2Scorer(Scorer):
     """SPEC §1. Scores cases that carry a `question_v2` expectation."""
 
     name = NAME
+    headline = "eval_score_avg"
     version = "1"
     section = "expected"
     Params = Params

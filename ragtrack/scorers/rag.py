@@ -415,6 +415,7 @@ class RagScorer(EmbeddingScorer):
     """SPEC §3 over every case with a `reference` (items of a `rag` eval set)."""
 
     name = NAME
+    headline = "faithfulness"  # no overall figure: faithfulness, the metric measured most reliably (reliability/rag.json)
     version = "3"  # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs the question's focus, swapped operators
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS

@@ -165,6 +165,7 @@ def parse_verdict(text: str) -> tuple[Verdict | None, str, str | None]:
 @register_scorer
 class RubricJudgeScorer(Scorer):
     name = NAME
+    headline = "weighted_score"
     version = "1"
     Params = Params
 

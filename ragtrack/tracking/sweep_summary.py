@@ -4,14 +4,15 @@ Each job's run is the one its task returned (for a reused job, the earlier run),
 parent's child tagged with its job number (`ragtrack.sweep_job`; a failed job's run). Its
 per-case terms come from its `cases.parquet` (a staged job's: the furthest stage's run).
 The parent gets `sweep_summary.parquet`, `sweep_summary.md` and `sweep_summary.png`, the
-best job's headline metric and interval as its own metrics (`<metric>`,
-`<metric>/ci_low`, `<metric>/ci_high`), the counts `sweep/n_jobs|n_failed|n_reused`,
-and the tags `ragtrack.best_run_id` and `ragtrack.headline_metric`.
+counts `sweep/n_jobs|n_failed|n_reused` (its own metrics: it copies no child's, which would
+chart as one more bar), and the tags `ragtrack.headline_metric`, `ragtrack.sweep_verdict`
+(`best`, `tied` or `none`) with its sentence (`ragtrack.sweep_verdict_text`), and
+`ragtrack.best_run_id` when one job beats every other significantly, else
+`ragtrack.tied_run_ids` (see `ragtrack.summary`: who won).
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import time
@@ -24,7 +25,6 @@ from mlflow.tracking import MlflowClient
 from ragtrack.config import TrackingConfig
 from ragtrack.errors import InputError
 from ragtrack.redact import redact_text
-from ragtrack.scorers.base import CaseTerms
 from ragtrack.summary import (
     JobScores,
     SweepJob,
@@ -35,14 +35,18 @@ from ragtrack.summary import (
     render_summary,
     summarize,
     summary_frame,
+    verdict,
 )
 from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.search import all_runs
 from ragtrack.tracking.session import connect
 
-__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "log_sweep_summary"]
+__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "TIED_RUNS_TAG", "VERDICT_TAG", "log_sweep_summary"]
 
-BEST_RUN_TAG = "ragtrack.best_run_id"
+BEST_RUN_TAG = "ragtrack.best_run_id"  # only when that job beats every other significantly
+VERDICT_TAG = "ragtrack.sweep_verdict"  # best | tied | none
+TIED_RUNS_TAG = "ragtrack.tied_run_ids"  # the top job and those it does not beat, comma-separated
+MAX_TAG = 8000
 SWEEP_JOB_TAG = "ragtrack.sweep_job"  # a sweep child's job number (set by the Hydra task)
 
 
@@ -63,13 +67,17 @@ def _scored_run(client: MlflowClient, run: Run) -> Run:
     return stages[0] if stages else run
 
 
-def _terms(uri: str, client: MlflowClient, run: Run, metric: str) -> CaseTerms | None:
-    """The metric's per-case terms from the job's per-case table; None when the run has no table (not ragtrack's)."""
+def _scores(uri: str, client: MlflowClient, run: Run, metric: str, finished: bool) -> JobScores:
+    """The job's metrics and, when it finished, the headline metric's per-case terms with their case ids, from its
+    per-case table (none when the run has no table: not ragtrack's)."""
+    if not finished:
+        return JobScores(metrics=run.data.metrics)
     try:
         frame = read_cases(uri, _scored_run(client, run).info.run_id)
     except InputError:
-        return None
-    return headline_terms(metric, {c: frame[c].tolist() for c in frame.columns})
+        return JobScores(metrics=run.data.metrics)
+    terms = headline_terms(metric, {c: frame[c].tolist() for c in frame.columns})
+    return JobScores(metrics=run.data.metrics, terms=terms, case_ids=[str(i) for i in frame["id"]] if terms else None)
 
 
 def log_sweep_summary(
@@ -95,14 +103,7 @@ def log_sweep_summary(
         resolved.append(job)
     finished = [runs[j.index].data.metrics for j in resolved if j.index in runs and j.status == "FINISHED"]
     metric = headline_metric(settings.headline_metric, scorers, finished)
-    scores = {
-        j.index: JobScores(
-            metrics=runs[j.index].data.metrics,
-            terms=_terms(uri, client, runs[j.index], metric) if j.status == "FINISHED" else None,
-        )
-        for j in resolved
-        if j.index in runs
-    }
+    scores = {j.index: _scores(uri, client, runs[j.index], metric, j.status == "FINISHED") for j in resolved if j.index in runs}
     summary = summarize(resolved, scores, metric, seed=settings.bootstrap_seed, n_resamples=settings.bootstrap_resamples)
     out = Path(tempfile.mkdtemp(prefix="ragtrack-sweep-"))
     try:
@@ -124,11 +125,13 @@ def _log_best(client: MlflowClient, parent_run_id: str, summary: SweepSummary) -
         "sweep/n_reused": sum(r.reused for r in summary.rows),
     }
     metrics = [Metric(k, float(v), now, 0) for k, v in counts.items()]
-    tags = [RunTag("ragtrack.headline_metric", summary.metric)]
-    best = summary.best
-    if best is not None and best.run_id:
-        m = summary.metric
-        values = {m: best.value, f"{m}/ci_low": best.ci_low, f"{m}/ci_high": best.ci_high}
-        metrics += [Metric(k, v, now, 0) for k, v in values.items() if not math.isnan(v)]
-        tags.append(RunTag(BEST_RUN_TAG, best.run_id))
+    winner = summary.winner
+    outcome = "best" if winner is not None else "tied" if summary.best is not None else "none"
+    tags = [RunTag("ragtrack.headline_metric", summary.metric), RunTag(VERDICT_TAG, outcome),
+            RunTag("ragtrack.sweep_verdict_text", verdict(summary)[:MAX_TAG])]
+    if winner is not None and winner.run_id:
+        tags.append(RunTag(BEST_RUN_TAG, winner.run_id))
+    elif summary.best is not None:
+        run_of = {r.job: r.run_id for r in summary.rows}
+        tags.append(RunTag(TIED_RUNS_TAG, ",".join(str(run_of[j]) for j in summary.tied if run_of.get(j))[:MAX_TAG]))
     client.log_batch(parent_run_id, metrics=metrics, tags=tags, synchronous=True)

@@ -51,11 +51,17 @@ def test_summary_has_the_five_finished_jobs_with_intervals(failing_sweep):
     assert (done[f"{M}/ci_low"] <= done[M]).all() and (done[M] <= done[f"{M}/ci_high"]).all() and (done["n_cases"] == 44).all()
 
 
-def test_parent_names_its_best_run_and_carries_its_metric(failing_sweep):
+def test_five_jobs_with_the_same_answers_are_tied_and_no_best_is_named(failing_sweep):
     _, parent, children, frame, _ = failing_sweep
-    best = frame[frame["best"]]
-    assert parent.data.tags["ragtrack.best_run_id"] == best["run_id"].iloc[0]
-    assert parent.data.metrics[M] == best[M].iloc[0]
+    finished = {r.info.run_id for r in children if r.info.status == "FINISHED"}
+    tags = parent.data.tags
+    assert (tags["ragtrack.sweep_verdict"], "ragtrack.best_run_id" in tags, frame["best"].any()) == ("tied", False, False)
+    assert set(tags["ragtrack.tied_run_ids"].split(",")) == finished
+
+
+def test_the_parent_copies_no_child_metric(failing_sweep):
+    _, parent, *_ = failing_sweep
+    assert sorted(parent.data.metrics) == ["sweep/n_failed", "sweep/n_jobs", "sweep/n_reused"]
 
 
 def test_parent_has_the_markdown_table_and_the_chart(failing_sweep, tmp_path):
