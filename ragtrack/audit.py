@@ -129,9 +129,11 @@ def index_check(cfg: RunConfig, logged: str | None) -> Check:
     """
     from ragtrack.runner import index_version
 
-    if cfg.index.version:
-        return _check("index", cfg.index.version == logged, f"configured version {logged!r} (a label: nothing to re-derive from content)",
-                      f"configured version {cfg.index.version!r}, logged {logged!r}")
+    if cfg.index.version:  # a label proves nothing: not applicable when it matches, a failure when it does not
+        if cfg.index.version == logged:
+            return Check(name="index", status="skip", detail=f"configured version {logged!r} is a label: nothing to "
+                         "re-derive from content")
+        return Check(name="index", status="fail", detail=f"configured version {cfg.index.version!r}, logged {logged!r}")
     source = f"corpus {cfg.index.corpus.dir}" if cfg.index.corpus else cfg.index.path
     try:
         derived = index_version(cfg)

@@ -207,11 +207,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from ragtrack.calibration import calibrate, read_golden
     from ragtrack.errors import InputError
     from ragtrack.tracking import resolve_tracking_uri
-    from ragtrack.tracking.reader import CASES_ARTIFACT, log_calibration, read_cases
+    from ragtrack.tracking.reader import CASES_ARTIFACT, get_run, log_calibration, read_cases
 
     golden = Path(args.golden)
     human, lines = read_golden(golden)
     uri = resolve_tracking_uri(args.tracking_uri, Path.cwd())
+    args.run = get_run(uri, args.run).run_id  # an id, a unique id prefix or a run name
     frame = read_cases(uri, args.run)
     if args.column not in frame.columns:
         raise InputError("--column", f"run {args.run}'s {CASES_ARTIFACT} has no column {args.column!r}; "
@@ -251,7 +252,7 @@ def cmd_store_init(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from ragtrack.errors import DiskFull, InputError
+    from ragtrack.errors import DiskFull, InputError, run_fate
     from ragtrack.termination import Terminated, exit_code
 
     try:
@@ -284,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (KeyboardInterrupt, Terminated) as e:
         what = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
-        tracked = ": the run ended KILLED" if argv[:1] == ["run"] else ""  # only `run` logs to MLflow
+        tracked = f": {run_fate(e)}" if argv[:1] == ["run"] else ""  # only `run` logs to MLflow
         print(f"ragtrack: {what}{tracked}", file=sys.stderr)
         return exit_code(e)
     _parser().print_help()

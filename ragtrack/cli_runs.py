@@ -116,7 +116,8 @@ def _fetch(uri: str, run_id: str, dst: Path, paths: tuple[str, ...] = ()) -> tup
     from ragtrack.errors import InputError
     from ragtrack.tracking.reader import download_artifacts, get_run
 
-    run = get_run(uri, run_id)
+    run = get_run(uri, run_id)  # an id, a unique id prefix or a run name
+    run_id = run.run_id
     stage = run.tags.get("ragtrack.stage", "")
     if stage in PARENT_STAGES:
         raise InputError(f"run {run_id}", f"is the parent run of {PARENT_STAGES[stage]}: its per-case results are in its child runs")
@@ -149,7 +150,7 @@ def _side(uri: str, run_id: str, dst: Path) -> RunSide:
 
 def _pairs(args: argparse.Namespace, uri: str) -> list[tuple[str, str]]:
     from ragtrack.errors import InputError
-    from ragtrack.tracking.reader import find_runs
+    from ragtrack.tracking.reader import find_runs, get_run
 
     if args.experiment is None:
         if len(args.runs) != 2 or args.baseline or args.param:
@@ -163,10 +164,11 @@ def _pairs(args: argparse.Namespace, uri: str) -> list[tuple[str, str]]:
         if not sep or not key:
             raise InputError("--param", "expected KEY=VALUE", field=p)
         params[key] = value
-    others = [r.run_id for r in find_runs(uri, args.experiment, params) if r.run_id != args.baseline]
+    baseline = get_run(uri, args.baseline).run_id  # an id, a unique id prefix or a run name
+    others = [r.run_id for r in find_runs(uri, args.experiment, params) if r.run_id != baseline]
     if not others:
         raise InputError(f"experiment {args.experiment}", "no other finished run matches" + (f" {' '.join(args.param)}" if args.param else ""))
-    return [(args.baseline, run_id) for run_id in others]
+    return [(baseline, run_id) for run_id in others]
 
 
 def _regressions(c: Comparison, gates: list[tuple[str, float]]) -> list[str]:

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DiskFull", "InputError", "RunNotEnded", "disk_full", "human_bytes"]
+__all__ = ["DiskFull", "InputError", "RunNotEnded", "disk_full", "human_bytes", "not_found", "run_fate"]
 
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 # How a full disk reads once a library has wrapped it: SQLite's SQLITE_FULL, and an OSError's text.
@@ -37,9 +37,14 @@ class InputError(ValueError):
 
     @classmethod
     def from_os_error(cls, path: str | Path, e: OSError, *, field: str | None = None) -> InputError:
-        """`file not found`, or `cannot read: <strerror>` (a directory, no permission, ...)."""
-        problem = "file not found" if isinstance(e, FileNotFoundError) else f"cannot read: {e.strerror or e}"
+        """`file not found` (saying where a relative path was looked for), or `cannot read: <strerror>`."""
+        problem = not_found(path) if isinstance(e, FileNotFoundError) else f"cannot read: {e.strerror or e}"
         return cls(str(path), problem, field=field)
+
+
+def not_found(path: str | Path) -> str:
+    """`file not found`, and for a relative path the folder it resolves against (ragtrack was started elsewhere?)."""
+    return "file not found" if Path(path).is_absolute() else f"file not found (relative paths resolve against {Path.cwd()})"
 
 
 class RunNotEnded(RuntimeError):
@@ -106,3 +111,10 @@ def _free(path: Path) -> int | None:
         except OSError:
             continue
     return None
+
+
+def run_fate(e: BaseException) -> str:
+    """What became of a command's run: `run … ended FAILED|KILLED` (noted where it was ended, outermost last), or
+    that no run exists."""
+    notes = [n for n in getattr(e, "__notes__", ()) if n.startswith("run ")]
+    return notes[-1] if notes else "no run was logged"

@@ -22,7 +22,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ragtrack.config import RunConfig
-from ragtrack.errors import InputError, RunNotEnded, disk_full
+from ragtrack.errors import InputError, RunNotEnded, disk_full, run_fate
 from ragtrack.redact import redact_overrides, redact_text
 from ragtrack.summary import JobOutcome
 from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
@@ -195,12 +195,6 @@ def _report_failure(e: Exception) -> None:
     sys.exit(1)
 
 
-def run_fate(e: BaseException) -> str:
-    """What became of the job's run: `run … ended FAILED` (noted by the sink, outermost last), or that none exists."""
-    notes = [n for n in getattr(e, "__notes__", ()) if n.startswith("run ")]
-    return notes[-1] if notes else "no run was logged"
-
-
 # ------------------------------------------------------------------ overrides
 
 
@@ -239,6 +233,41 @@ def check_overrides(args: list[str]) -> None:
             for v in values:
                 if v not in groups[key] and v != "null":
                     raise InputError("overrides", f"unknown {key} {v!r}; choose from {', '.join(groups[key])}", field=key)
+    nested = [o for o in overrides if "." in o.key_or_group and o.key_or_group.split(".")[0] != "hydra"
+              and not (o.is_add() or o.is_force_add() or o.is_delete())]
+    if nested:
+        _check_nested(nested, [o for o in overrides if o.key_or_group in groups])
+
+
+def _check_nested(nested: list[Any], selections: list[Any]) -> None:
+    """A dotted key that is not in the composed config is bad input with the sibling it most likely meant.
+
+    Hydra would say "To append to your config use +key=…", and following that advice only
+    moves the error to the scorer's parameters. The config is composed with the group
+    choices given (a sweep's first value of each).
+    """
+    from hydra import compose, initialize_config_dir
+    from omegaconf import DictConfig
+
+    chosen = [f"{o.key_or_group}={next(iter(o.sweep_string_iterator())) if o.is_sweep_override() else o.get_value_element_as_str()}"
+              for o in selections]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=chosen)
+    for o in nested:
+        node: Any = cfg
+        parts = o.key_or_group.split(".")
+        for depth, part in enumerate(parts):
+            if not isinstance(node, DictConfig):
+                break  # a value, not a mapping: Hydra and the config's own checks take it from here
+            keys = [str(k) for k in node.keys()]  # `in` is false for a key whose value is mandatory (???)
+            if part not in keys:
+                hint = difflib.get_close_matches(part, keys, n=1)
+                advice = f"did you mean {'.'.join([*parts[:depth], hint[0]])!r}?" if hint else f"known: {', '.join(keys)}"
+                where = ".".join(parts[:depth]) or "the config"
+                raise InputError("overrides", f"unknown key {part!r} in {where}; {advice}", field=o.input_line or o.key_or_group)
+            if OmegaConf.is_missing(node, part):
+                break  # a mandatory value (???): the override gives it
+            node = node[part]
 
 
 def run_cli(args: list[str]) -> int:

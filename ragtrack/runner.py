@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack import __version__
 from ragtrack.config import RunConfig
-from ragtrack.errors import InputError
+from ragtrack.errors import InputError, not_found
 from ragtrack.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
 from ragtrack.generators import Generator, build_generator
@@ -104,7 +104,7 @@ def index_version(cfg: RunConfig, spec: IndexSpec | None = None) -> str:
     if cfg.index.path:
         path = Path(cfg.index.path)
         if not path.is_file():
-            raise InputError(str(path), "file not found", field="index.path")
+            raise InputError(str(path), not_found(path), field="index.path")
         return f"{path.stem}@{sha1_file(path)}"
     return cfg.index.name
 

@@ -191,6 +191,8 @@ class _Parent:
         else:
             status = "KILLED" if isinstance(error, (KeyboardInterrupt, Terminated)) else "FAILED"
         end_sweep_parent(self.uri, self.run_id, status, failed_jobs=failed_jobs, error=error)
+        if error is not None:
+            error.add_note(f"run {self.run_id} (the sweep) ended {status}")  # the console line says what became of it
 
     def _summarize(self, jobs: Sequence[SweepJob]) -> None:
         from ragtrack.tracking.sweep_summary import log_sweep_summary

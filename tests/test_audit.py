@@ -192,3 +192,13 @@ def test_a_deep_audit_of_a_run_with_an_index_file_says_there_are_no_vectors(demo
     index = DEMO / "corpus" / "chunks.jsonl"
     code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--deep", "--set", f"index.path={index}")
     assert code == 0 and "– index vectors: the run's index is a file or a label" in out, out
+
+
+def test_an_index_given_as_a_label_is_not_applicable_not_proved(demo_files):
+    cfg = make_config(demo_files, index={"name": "prod", "version": "prod-2024-06"})
+    assert index_check(cfg, "prod-2024-06").status == "skip"
+
+
+def test_an_index_label_other_than_the_logged_one_fails(demo_files):
+    cfg = make_config(demo_files, index={"name": "prod", "version": "prod-2024-06"})
+    assert index_check(cfg, "prod-2024-07").status == "fail"

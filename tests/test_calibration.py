@@ -120,4 +120,4 @@ def test_unknown_column_is_an_input_error(tmp_path, judged_run, capsys):
 def test_unknown_run_is_an_input_error(tmp_path, judged_run, capsys):
     uri, _ = judged_run
     assert main(["calibrate", "--golden", str(_golden(tmp_path, "id,human_score\na1,9\n")), "--run", "0" * 32, "--tracking-uri", uri]) == 2
-    assert f"run {'0' * 32}: no such run in " in capsys.readouterr().err
+    assert f"run {'0' * 32}: no run in " in capsys.readouterr().err

@@ -28,7 +28,7 @@ def _one_line(code, out, err):
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
 def test_unknown_run_id(demo_store, capsys, command):
     err = _one_line(*_run(capsys, demo_store.uri, command, "0123456789abcdef", demo_store.ids["a"]))
-    assert f"run 0123456789abcdef: no such run in {demo_store.uri}" in err
+    assert f"run 0123456789abcdef: no run in {demo_store.uri} has this id, id prefix or run name" in err
 
 
 @pytest.fixture(scope="module")

@@ -61,6 +61,17 @@ def _mlflow_run(tmp_path, overrides: str):
     return proc, _runs(uri)
 
 
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "ragtrack").exists(), reason="no .venv in the checkout (make builds it)")
+def test_mlflow_project_runs_with_the_venv_not_activated(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
+           "MLFLOW_TRACKING_URI": uri, "RAGTRACK_CACHE_DIR": os.environ.get("RAGTRACK_CACHE_DIR", str(tmp_path))}
+    proc = subprocess.run([ROOT / ".venv" / "bin" / "mlflow", "run", str(ROOT), "--env-manager", "local", "-P",
+                           "overrides=adapter=lora_b prompt=v2"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "command not found" not in proc.stderr, proc.stderr[-2000:]
+
+
 def test_mlflow_project_run_nests_under_the_project_run(tmp_path):
     _, runs = _mlflow_run(tmp_path, "adapter=lora_b prompt=v2")
     (child,) = [r for r in runs if r.data.tags.get("ragtrack.stage") == "full"]

@@ -123,3 +123,13 @@ def test_a_full_disk_during_a_copy_names_the_destination(tmp_path) -> None:
     e.filename, e.filename2 = "/data/source.jsonl", str(tmp_path / "copy.jsonl")
     full = disk_full(e, tmp_path, None)
     assert full is not None and full.path == tmp_path / "copy.jsonl"
+
+
+def test_a_relative_path_not_found_says_where_it_was_looked_for(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    e = InputError.from_os_error("data/qaset.json", FileNotFoundError(2, "No such file"))
+    assert e.problem == f"file not found (relative paths resolve against {tmp_path})"
+
+
+def test_an_absolute_path_not_found_is_just_not_found(tmp_path) -> None:
+    assert InputError.from_os_error(tmp_path / "x.json", FileNotFoundError(2, "No such file")).problem == "file not found"

@@ -14,7 +14,8 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from ragtrack.config import RunConfig
-from ragtrack.hydra_app import CONF_DIR
+from ragtrack.errors import InputError
+from ragtrack.hydra_app import CONF_DIR, check_overrides
 from tests.conftest import sweep_overrides
 
 ROOT = Path(CONF_DIR).parent
@@ -128,3 +129,31 @@ def test_skipped_full_stage_says_which_condition_failed(demo_files):
 def test_broken_interpolation_is_one_line_naming_the_key(demo_files):
     proc = _ragtrack(["run", "tracking.run_name=${oc.env:RAGTRACK_TEST_UNSET_VARIABLE}"], demo_files["questions"].parent)
     assert proc.returncode == 2 and "tracking.run_name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ nested keys
+
+
+def _override_error(*overrides: str) -> InputError:
+    with pytest.raises(InputError) as e:
+        check_overrides(list(overrides))
+    return e.value
+
+
+def test_a_misspelled_nested_key_gets_the_key_it_likely_meant() -> None:
+    e = _override_error("scorers.eval_json_v2.jaccard_treshold=0.8")
+    assert e.problem == ("unknown key 'jaccard_treshold' in scorers.eval_json_v2; "
+                         "did you mean 'scorers.eval_json_v2.jaccard_threshold'?")
+
+
+def test_a_nested_key_is_checked_under_the_group_option_chosen() -> None:
+    e = _override_error("scorers=rag", "scorers.rag.suport_threshold=0.8")
+    assert "did you mean 'scorers.rag.support_threshold'?" in e.problem
+
+
+def test_a_nested_key_that_exists_passes() -> None:
+    check_overrides(["scorers.eval_json_v2.jaccard_threshold=0.8", "tracking.experiment=x"])
+
+
+def test_a_nested_key_added_with_plus_is_left_to_hydra() -> None:
+    check_overrides(["+scorers.eval_json_v2.extra=1"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 
@@ -27,8 +28,21 @@ def test_ctrl_c_is_one_line_without_traceback(tmp_path):
     wait_for(markers_at_least(tmp_path / "started"), what="the run to start")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert (proc.returncode, err.strip().splitlines()[-1]) == (130, "ragtrack: interrupted: the run ended KILLED")
+    (r,) = runs(uri)
+    assert (proc.returncode, err.strip().splitlines()[-1]) == (130, f"ragtrack: interrupted: run {r.info.run_id} ended KILLED")
     assert "Traceback" not in err
+
+
+def test_ctrl_c_before_any_run_exists_says_none_was_logged(tmp_path):
+    # 1 s in, ragtrack is still importing (a run exists after 3-4 s); should one exist, the line must name it
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = start_slow(["run", f"tracking.uri={uri}"], tmp_path / "started")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    logged = runs(uri) if (tmp_path / "mlflow.db").exists() else []
+    said = f"run {logged[0].info.run_id} ended KILLED" if logged else "no run was logged"
+    assert (proc.returncode, err.strip().splitlines()[-1]) == (130, f"ragtrack: interrupted: {said}")
 
 
 def test_exit_codes_follow_the_shell():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_file
 from ragtrack.redact import redact_text
-from ragtrack.tracking.search import all_runs, equals
+from ragtrack.tracking.search import all_experiment_ids, all_runs, equals
 from ragtrack.tracking.session import connect
 from ragtrack.tracking.store import sqlite_path
 
@@ -51,6 +52,9 @@ class LoggedRun(BaseModel):
     tags: dict[str, str]
 
 
+_ID_PREFIX = re.compile(r"[0-9a-f]{4,31}")  # a shortened run id (MLflow's are 32 hex digits)
+
+
 def _client(uri: str) -> MlflowClient:
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
@@ -72,14 +76,28 @@ def _logged(client: MlflowClient, run) -> LoggedRun:  # noqa: ANN001 (mlflow.ent
     )
 
 
-def get_run(uri: str, run_id: str) -> LoggedRun:
-    """The run `run_id`; an id the store does not know is bad input."""
+def get_run(uri: str, ref: str) -> LoggedRun:
+    """The run `ref` names: its id, a unique prefix of its id, or its run name (unique in the store).
+
+    A reference that names no run, or several, is bad input listing the candidates.
+    """
     client = _client(uri)
     try:
-        run = client.get_run(run_id)
+        return _logged(client, client.get_run(ref))
     except MlflowException:
-        raise InputError(f"run {run_id}", f"no such run in {redact_text(uri)}") from None
-    return _logged(client, run)
+        pass
+    experiments = all_experiment_ids(client)
+    found = {r.info.run_id: r for r in all_runs(client, experiments, equals("attributes.run_name", ref)[0])
+             if r.info.run_name == ref}
+    if not found and _ID_PREFIX.fullmatch(ref):
+        found = {r.info.run_id: r for r in all_runs(client, experiments) if r.info.run_id.startswith(ref)}
+    if not found:
+        raise InputError(f"run {ref}", f"no run in {redact_text(uri)} has this id, id prefix or run name")
+    if len(found) > 1:
+        shown = ", ".join(f"{rid} ({r.info.run_name})" for rid, r in sorted(found.items())[:5])
+        more = f" … and {len(found) - 5} more" if len(found) > 5 else ""
+        raise InputError(f"run {ref}", f"names {len(found)} runs: {shown}{more}; give more of the id")
+    return _logged(client, next(iter(found.values())))
 
 
 def find_runs(uri: str, experiment: str, params: Mapping[str, str]) -> list[LoggedRun]:

@@ -290,8 +290,8 @@ class MlflowSink:
         finally:
             self._parents.pop()
             end_run(self.client, run_id, error)
-            if isinstance(error, Exception):
-                error.add_note(f"run {run_id} ended FAILED")  # the console line says what became of the run
+            if error is not None:  # the console line says what became of the run
+                error.add_note(f"run {run_id} ended {'FAILED' if isinstance(error, Exception) else 'KILLED'}")
 
     # -------------------------------------------------------------- logging
 
