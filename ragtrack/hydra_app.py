@@ -111,7 +111,9 @@ def _summary(cfg: RunConfig, results: list[RunResult]) -> None:
         spec = next(s for s in dev.manifest.gates if s.name == cfg.stages.dev_gate)
         verdict = next(g for g in dev.gates if g.name == spec.name)
         why = "skipped: " + verdict.detail if verdict.skipped else "; ".join(failed_conditions(spec, dev.metrics))
-        log.info("full stage skipped: gate %s failed (%s)", spec.name, why)
+        log.info("full stage skipped: gate %s failed (%s); exit 0: a gate's verdict is a result, logged as gate/all "
+                 "and the tag ragtrack.gates_passed=false for CI to check (ragtrack score --fail-on-gate exits 1)",
+                 spec.name, why)
 
 
 def _ids(ids: list[str], total: int, limit: int = 10) -> str:

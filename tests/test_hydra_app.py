@@ -126,6 +126,13 @@ def test_skipped_full_stage_says_which_condition_failed(demo_files):
     assert "full stage skipped: gate dev100 failed (eval_json_v2/eval_score_avg 0 < 95; eval_json_v2/schema_pass_rate 0 < 0.98)" in proc.stderr
 
 
+def test_skipped_full_stage_says_the_exit_code_and_where_ci_reads_the_verdict(demo_files):
+    args = sweep_overrides(demo_files, adapters=("base",))
+    shutil.copyfile(demo_files["bad"], demo_files["questions"].parent / "base__v1.jsonl")
+    proc = _ragtrack(["run", "stages=staged", "stages.dev_n=2", *args], demo_files["questions"].parent)
+    assert proc.returncode == 0 and "exit 0: a gate's verdict is a result" in proc.stderr and "ragtrack.gates_passed=false" in proc.stderr
+
+
 def test_broken_interpolation_is_one_line_naming_the_key(demo_files):
     proc = _ragtrack(["run", "tracking.run_name=${oc.env:RAGTRACK_TEST_UNSET_VARIABLE}"], demo_files["questions"].parent)
     assert proc.returncode == 2 and "tracking.run_name" in proc.stderr and "Traceback" not in proc.stderr
