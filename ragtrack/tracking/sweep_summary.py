@@ -13,6 +13,7 @@ chart as one more bar), and the tags `ragtrack.headline_metric`, `ragtrack.sweep
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import time
@@ -41,12 +42,13 @@ from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.search import all_runs
 from ragtrack.tracking.session import connect
 
-__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "TIED_RUNS_TAG", "VERDICT_TAG", "log_sweep_summary"]
+__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "TIED_RUNS_TAG", "UI", "VERDICT_TAG", "compare_link", "log_sweep_summary"]
 
 BEST_RUN_TAG = "ragtrack.best_run_id"  # only when that job beats every other significantly
 VERDICT_TAG = "ragtrack.sweep_verdict"  # best | tied | none
 TIED_RUNS_TAG = "ragtrack.tied_run_ids"  # the top job and those it does not beat, comma-separated
 MAX_TAG = 8000
+UI = "http://127.0.0.1:5000"  # where `make ui` serves a local store
 SWEEP_JOB_TAG = "ragtrack.sweep_job"  # a sweep child's job number (set by the Hydra task)
 
 
@@ -135,3 +137,17 @@ def _log_best(client: MlflowClient, parent_run_id: str, summary: SweepSummary) -
         run_of = {r.job: r.run_id for r in summary.rows}
         tags.append(RunTag(TIED_RUNS_TAG, ",".join(str(run_of[j]) for j in summary.tied if run_of.get(j))[:MAX_TAG]))
     client.log_batch(parent_run_id, metrics=metrics, tags=tags, synchronous=True)
+
+
+def compare_link(uri: str, parent_run_id: str, summary: SweepSummary) -> str:
+    """The MLflow UI page comparing the sweep's finished jobs side by side (the UI's compare-runs route, which takes
+    the runs by id, so it works whatever else the experiment holds)."""
+    from urllib.parse import quote
+
+    from ragtrack.tracking.remote import is_http
+
+    experiment_id = connect(uri).get_run(parent_run_id).info.experiment_id
+    ids = [r.run_id for r in summary.rows if r.status == "FINISHED" and r.run_id]
+    base = uri.rstrip("/") if is_http(uri) else UI
+    runs, experiments = (quote(json.dumps(v, separators=(",", ":"))) for v in (ids, [experiment_id]))
+    return f"{base}/#/compare-runs?runs={runs}&experiments={experiments}"

@@ -116,3 +116,16 @@ def test_secret_in_a_failed_jobs_error_is_masked_in_the_summary(fresh_store, tmp
     log_sweep_summary(fresh_store, parent, [job], TrackingConfig(), ["eval_json_v2"])
     frame = _summary(fresh_store, parent, tmp_path)
     assert secret not in frame["error"].iloc[0] and "rejected key" in frame["error"].iloc[0]
+
+
+def test_the_compare_link_opens_the_finished_jobs_side_by_side(failing_sweep):
+    from urllib.parse import unquote
+
+    from ragtrack.tracking.sweep_summary import UI, compare_link
+    from ragtrack.summary import SweepJob, summarize
+
+    uri, parent, children, *_ = failing_sweep
+    jobs = [SweepJob(index=i, overrides=[f"x={i}"], status=r.info.status, run_id=r.info.run_id) for i, r in enumerate(children)]
+    link = unquote(compare_link(uri, parent.info.run_id, summarize(jobs, {}, M, n_resamples=10)))
+    finished = sorted(r.info.run_id for r in children if r.info.status == "FINISHED")
+    assert link.startswith(f"{UI}/#/compare-runs?runs=[") and sorted(link.split("runs=")[1].split("&")[0][1:-1].replace('"', "").split(",")) == finished
