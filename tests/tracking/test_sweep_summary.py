@@ -121,8 +121,8 @@ def test_secret_in_a_failed_jobs_error_is_masked_in_the_summary(fresh_store, tmp
 def test_the_compare_link_opens_the_finished_jobs_side_by_side(failing_sweep):
     from urllib.parse import unquote
 
-    from ragtrack.tracking.sweep_summary import UI, compare_link
     from ragtrack.summary import SweepJob, summarize
+    from ragtrack.tracking.sweep_summary import UI, compare_link
 
     uri, parent, children, *_ = failing_sweep
     jobs = [SweepJob(index=i, overrides=[f"x={i}"], status=r.info.status, run_id=r.info.run_id) for i, r in enumerate(children)]
