@@ -8,6 +8,9 @@
 `reader`: logged runs read back (record, artifacts, an experiment's runs) for compare, audit and rescore.
 `traces`: each case of a run as a trace with assessments (MLflow's evaluation view).
 `sweep_summary`: a sweep's jobs summarised into its parent run.
+`versions`: each configuration as an MLflow LoggedModel (Agent versions), linked to its runs' metrics and traces.
+`search`: searches that page to the end, filters that quote any value.
+`space`: the disk space a stage needs, checked before it writes.
 
 MLflow's usage telemetry is off in ragtrack's processes unless `MLFLOW_DISABLE_TELEMETRY` says
 otherwise: its background thread removes a variable from `os.environ` at a moment of its

@@ -50,6 +50,7 @@ from ragtrack.tracking.session import Placement, connect, place_run
 from ragtrack.tracking.space import RUN_BYTES, TABLE_BYTES_PER_CASE, TRACE_BYTES, local_dir, require, tree_bytes
 from ragtrack.tracking.store import log_inputs_idempotent, sqlite_path
 from ragtrack.tracking.traces import log_case_traces
+from ragtrack.tracking.versions import ensure_version, version_of
 from ragtrack.types import ComponentInfo, RunResult, TrackingRecord
 
 __all__ = [
@@ -73,6 +74,7 @@ MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
 MAX_RUN_NAME = 250
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
+MODEL_ID_TAG = "ragtrack.model_id"  # the run's version (LoggedModel), see `tracking.versions`
 
 
 def default_tracking_uri(base_dir: str | Path) -> str:
@@ -150,13 +152,18 @@ def log_batches(
     params: Mapping[str, str] | None = None,
     metrics: Mapping[str, float] | None = None,
     tags: Mapping[str, str] | None = None,
+    model_id: str | None = None,
+    dataset: tuple[str, str] | None = None,
 ) -> None:
-    """Params (redacted), metrics (NaN left out, sorted by name) and tags in as few `log_batch` calls as MLflow's limits allow."""
+    """Params (redacted), metrics (NaN left out, sorted by name) and tags in as few `log_batch` calls as MLflow's limits
+    allow; the metrics linked to the version `model_id` and the `dataset` (name, digest) when given."""
     todo = [Param(k, v) for k, v in _redacted_params(params or {}).items()]
     for chunk in _chunks(todo, MAX_PARAMS_PER_BATCH):
         client.log_batch(run_id, params=chunk, synchronous=True)
     now_ms = int(time.time() * 1000)
-    entries = [Metric(k, float(v), now_ms, 0) for k, v in sorted((metrics or {}).items()) if not math.isnan(v)]
+    name, digest = dataset or (None, None)
+    entries = [Metric(k, float(v), now_ms, 0, model_id=model_id, dataset_name=name, dataset_digest=digest)
+               for k, v in sorted((metrics or {}).items()) if not math.isnan(v)]
     run_tags = [RunTag(k, v) for k, v in (tags or {}).items()]
     for i, chunk in enumerate(_chunks(entries, MAX_METRICS_PER_BATCH)):
         client.log_batch(run_id, metrics=chunk, tags=run_tags if i == 0 else [], synchronous=True)
@@ -226,6 +233,7 @@ class MlflowSink:
         db = sqlite_path(uri)
         self._store_dir = db.parent if db is not None else None
         self._needed = RUN_BYTES  # what the stage being logged needs on disk, as far as known (see `space`)
+        self.model_ids: dict[str, str] = {}  # run id -> the LoggedModel (version) its metrics are linked to
 
     @property
     def experiment_name(self) -> str:
@@ -305,13 +313,21 @@ class MlflowSink:
             "ragtrack.gates_passed": str(metrics.get("gate/all", 0.0) == 1.0).lower(),
             "ragtrack.reached_stage": result.manifest.stage,
         }
-        log_batches(self.client, run_id, metrics=metrics, tags=tags)
+        version = version_of(self.cfg, result.manifest)
+        model_id = ensure_version(self.client, self.placement.experiment_id, version, run_id)
+        if model_id is not None:
+            tags[MODEL_ID_TAG] = model_id
+            self.model_ids[run_id] = model_id
+        first = result.manifest.eval_files[0] if result.manifest.eval_files else None
+        dataset = (first.stem, first.sha1[:MAX_DIGEST]) if first is not None and model_id is not None else None
+        log_batches(self.client, run_id, metrics=metrics, tags=tags, model_id=model_id, dataset=dataset)
         if stage != "staged":
             self._log_dataset(run_id, result)
             traced = self._traces_wanted(result)
             self._log_artifacts(run_id, result, record, traced=traced)
             if traced:
-                log_case_traces(self.uri, self.placement.experiment_id, run_id, case_traces(result))
+                log_case_traces(self.uri, self.placement.experiment_id, run_id, case_traces(result),
+                                model_id=self.model_ids.get(run_id))
 
     def _traces_wanted(self, result: RunResult) -> bool:
         limit = self.cfg.tracking.traces_max_cases

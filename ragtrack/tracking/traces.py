@@ -94,7 +94,8 @@ def _span(trace_id: str, span_id: int, parent_id: int | None, name: str, kind: s
     })
 
 
-def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int) -> tuple[TraceInfo, list[Span]]:
+def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int,
+              model_id: str | None = None) -> tuple[TraceInfo, list[Span]]:
     """The trace of one case (its assessments inside) and its spans."""
     otel_id = uuid.uuid4().int
     trace_id = f"{TRACE_REQUEST_ID_PREFIX}{otel_id:032x}"
@@ -136,6 +137,7 @@ def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int)
         execution_duration=duration_ms,
         trace_metadata={
             TraceMetadataKey.SOURCE_RUN: run_id,
+            **({TraceMetadataKey.MODEL_ID: model_id} if model_id else {}),
             "mlflow.trace_schema.version": _SCHEMA_VERSION,
             CASE_ID_KEY: case.case_id,
         },
@@ -145,14 +147,16 @@ def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int)
     return info, spans
 
 
-def log_case_traces(uri: str, experiment_id: str, run_id: str, cases: Sequence[CaseTrace]) -> TraceCounts:
-    """Write one trace per case, linked to `run_id`, synchronously; returns what was written.
+def log_case_traces(uri: str, experiment_id: str, run_id: str, cases: Sequence[CaseTrace], *,
+                    model_id: str | None = None) -> TraceCounts:
+    """Write one trace per case, linked to `run_id` (and to the version `model_id`), synchronously; returns what was
+    written.
 
     Request times step by 1 ms in case order, so the UI lists cases in eval-set order.
     """
     client = TracingClient(uri)
     now_ms = int(time.time() * 1000)
-    built = [_entities(case, experiment_id, run_id, now_ms + i) for i, case in enumerate(cases)]
+    built = [_entities(case, experiment_id, run_id, now_ms + i, model_id) for i, case in enumerate(cases)]
     infos = [info for info, _ in built]
     if is_http(uri):  # one HTTP request per trace: several in flight hide the round trips
         with ThreadPoolExecutor(REMOTE_WORKERS, thread_name_prefix="ragtrack-traces") as pool:

@@ -49,6 +49,13 @@ def test_run_metrics_are_the_scores(single):
     assert (round(metrics["eval_json_v2/eval_score_avg"], 2), metrics["gate/all"]) == (99.34, 1.0)
 
 
+def test_run_metrics_are_linked_to_its_version_on_the_server(single, plain):
+    _, r = single
+    with plain.reading() as client:
+        model = client.get_logged_model(r.data.tags["ragtrack.model_id"])
+    assert model.name.startswith("Qwen2_5-7B-Instruct + lora_b · prompt v2") and any(m.run_id == r.info.run_id for m in model.metrics)
+
+
 def test_run_eval_sets_are_dataset_inputs(single):
     inputs = {d.dataset.name: d.dataset.digest for d in single[1].inputs.dataset_inputs}
     assert sorted(inputs) == ["qaset", "questions"] and all(len(d) == 36 for d in inputs.values())

@@ -212,6 +212,13 @@ def test_every_sweep_job_has_all_its_metrics(sweep, expected_metrics):
     assert {(_combo(r), len(r.data.metrics)) for r in _runs(sweep)} == set(expected_metrics.items())
 
 
+def test_sweep_jobs_of_one_configuration_share_one_version(sweep):
+    client = MlflowClient(sweep.uri)
+    exp = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    keys = [m.tags["ragtrack.version_key"] for m in client.search_logged_models([exp])]
+    assert (len(keys), len(set(keys))) == (6, 6)  # 12 jobs, 6 configurations (the seed is unused by a single stage)
+
+
 def test_every_sweep_job_has_its_artifacts(sweep):
     assert _missing_artifacts(sweep) == {}
 
