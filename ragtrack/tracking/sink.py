@@ -43,11 +43,19 @@ from ragtrack.redact import redact, redact_text
 from ragtrack.report import render_report, render_scorer_report
 from ragtrack.results import cases_frame
 from ragtrack.termination import Terminated, deferred
+from ragtrack.tracking.prompt_registry import link_prompt
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
 from ragtrack.tracking.remote import summary
 from ragtrack.tracking.search import all_runs, equals
 from ragtrack.tracking.session import Placement, connect, place_run
-from ragtrack.tracking.space import RUN_BYTES, TABLE_BYTES_PER_CASE, TRACE_BYTES, local_dir, require, tree_bytes
+from ragtrack.tracking.space import (
+    RUN_BYTES,
+    TABLE_BYTES_PER_CASE,
+    TRACE_BYTES,
+    local_dir,
+    require,
+    tree_bytes,
+)
 from ragtrack.tracking.store import log_inputs_idempotent, sqlite_path
 from ragtrack.tracking.traces import log_case_traces
 from ragtrack.tracking.versions import ensure_version, version_of
@@ -75,6 +83,7 @@ MAX_TAG_VALUE = 8000
 MAX_RUN_NAME = 250
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
 MODEL_ID_TAG = "ragtrack.model_id"  # the run's version (LoggedModel), see `tracking.versions`
+PROMPT_URI_TAG = "ragtrack.prompt_uri"  # the run's prompt in the Prompt Registry, see `tracking.prompt_registry`
 
 
 def default_tracking_uri(base_dir: str | Path) -> str:
@@ -318,6 +327,8 @@ class MlflowSink:
         if model_id is not None:
             tags[MODEL_ID_TAG] = model_id
             self.model_ids[run_id] = model_id
+        if (prompt_uri := self._link_prompt(run_id, result)) is not None:
+            tags[PROMPT_URI_TAG] = prompt_uri
         first = result.manifest.eval_files[0] if result.manifest.eval_files else None
         dataset = (first.stem, first.sha1[:MAX_DIGEST]) if first is not None and model_id is not None else None
         log_batches(self.client, run_id, metrics=metrics, tags=tags, model_id=model_id, dataset=dataset)
@@ -328,6 +339,15 @@ class MlflowSink:
             if traced:
                 log_case_traces(self.uri, self.placement.experiment_id, run_id, case_traces(result),
                                 model_id=self.model_ids.get(run_id))
+
+    def _link_prompt(self, run_id: str, result: RunResult) -> str | None:
+        """The run's prompt as a version in MLflow's Prompt Registry (`tracking.prompt_registry`), linked to the run."""
+        m = result.manifest
+        try:
+            template = Path(m.prompt_path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # validated when the run was prepared; gone since: not registered
+            return None
+        return link_prompt(self.client, run_id, self.placement.experiment_name, template, m.prompt_sha256, m.prompt_version)
 
     def _traces_wanted(self, result: RunResult) -> bool:
         limit = self.cfg.tracking.traces_max_cases

@@ -56,6 +56,13 @@ def test_run_metrics_are_linked_to_its_version_on_the_server(single, plain):
     assert model.name.startswith("Qwen2_5-7B-Instruct + lora_b · prompt v2") and any(m.run_id == r.info.run_id for m in model.metrics)
 
 
+def test_run_prompt_is_a_version_in_the_servers_prompt_registry(single, plain):
+    _, r = single
+    with plain.reading() as client:
+        (version,) = client.search_prompt_versions("server-single-prompt")
+    assert r.data.tags["ragtrack.prompt_uri"] == version.uri == "prompts:/server-single-prompt/1"
+
+
 def test_run_eval_sets_are_dataset_inputs(single):
     inputs = {d.dataset.name: d.dataset.digest for d in single[1].inputs.dataset_inputs}
     assert sorted(inputs) == ["qaset", "questions"] and all(len(d) == 36 for d in inputs.values())

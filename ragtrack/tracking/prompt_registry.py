@@ -1,0 +1,73 @@
+"""A run's prompt in MLflow's Prompt Registry: one prompt per experiment, one version per distinct content.
+
+The prompts a sweep compares are versions of one prompt: the experiment's
+(`<experiment>-prompt`, in the characters a prompt name allows). A run's template is
+found by its sha256 (the version tag `ragtrack.prompt_sha256`) or registered as a new
+version, with its label (`prompt v2`) as the commit message; the same bytes never make a
+second version. Jobs registering the same content at once keep the lowest version and
+delete their own. The run is linked to its version (the UI's Prompts page lists the runs
+that used each version) by the `mlflow.linkedPrompts` tag MLflow's own linking writes: its
+linking call reads the process-global tracking URI, which ragtrack never sets. A store
+without a Prompt Registry costs one warning line and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from mlflow.entities import RunTag
+from mlflow.entities.model_registry import PromptVersion
+from mlflow.exceptions import MlflowException
+from mlflow.tracing.constant import TraceTagKey
+from mlflow.tracing.utils.prompt import update_linked_prompts_tag
+from mlflow.tracking import MlflowClient
+
+__all__ = ["PROMPT_SHA_TAG", "link_prompt", "prompt_name"]
+
+log = logging.getLogger("ragtrack")
+
+PROMPT_SHA_TAG = "ragtrack.prompt_sha256"
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def prompt_name(experiment: str) -> str:
+    """The registry name of an experiment's prompt."""
+    return _NOT_IN_NAME.sub("-", f"{experiment}-prompt").strip("-")
+
+
+def _same_content(client: MlflowClient, name: str, sha256: str) -> list[PromptVersion]:
+    versions: list[PromptVersion] = []
+    token = None
+    while True:
+        try:
+            page = client.search_prompt_versions(name, page_token=token)
+        except MlflowException as e:
+            if e.error_code == "RESOURCE_DOES_NOT_EXIST":
+                return []
+            raise
+        versions += [v for v in page if (v.tags or {}).get(PROMPT_SHA_TAG) == sha256]
+        token = getattr(page, "token", None)
+        if not token:
+            return sorted(versions, key=lambda v: int(v.version))
+
+
+def link_prompt(client: MlflowClient, run_id: str, experiment: str, template: str, sha256: str, label: str) -> str | None:
+    """Register (or find) the version of `template` and link `run_id` to it; its `prompts:/` URI, or None."""
+    name = prompt_name(experiment)
+    try:
+        found = _same_content(client, name, sha256)
+        if not found:
+            mine = client.register_prompt(name, template, commit_message=f"prompt {label}",
+                                          tags={PROMPT_SHA_TAG: sha256, "ragtrack.prompt_version": label})
+            found = _same_content(client, name, sha256) or [mine]
+            if found[0].version != mine.version:  # another job registered these bytes first
+                client.delete_prompt_version(name, str(mine.version))
+        version = found[0]
+        current = client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS)
+        client.log_batch(run_id, tags=[RunTag(TraceTagKey.LINKED_PROMPTS, update_linked_prompts_tag(current, [version]))],
+                         synchronous=True)
+        return version.uri
+    except MlflowException as e:
+        log.warning("prompt not registered in MLflow's Prompt Registry (the store refused: %s)", str(e).splitlines()[0])
+        return None
