@@ -9,6 +9,8 @@
 `traces`: each case of a run as a trace with assessments (MLflow's evaluation view).
 `sweep_summary`: a sweep's jobs summarised into its parent run.
 `versions`: each configuration as an MLflow LoggedModel (Agent versions), linked to its runs' metrics and traces.
+`prompt_registry`: a run's prompt as a version in MLflow's Prompt Registry, found by its content.
+`eval_datasets`: an eval-set version as an MLflow evaluation dataset, its records the cases.
 `search`: searches that page to the end, filters that quote any value.
 `space`: the disk space a stage needs, checked before it writes.
 

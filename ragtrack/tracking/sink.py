@@ -43,6 +43,7 @@ from ragtrack.redact import redact, redact_text
 from ragtrack.report import render_report, render_scorer_report
 from ragtrack.results import cases_frame
 from ragtrack.termination import Terminated, deferred
+from ragtrack.tracking.eval_datasets import EVAL_DATASET_TAG, ensure_eval_dataset
 from ragtrack.tracking.prompt_registry import link_prompt
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
 from ragtrack.tracking.remote import summary
@@ -329,6 +330,12 @@ class MlflowSink:
             self.model_ids[run_id] = model_id
         if (prompt_uri := self._link_prompt(run_id, result)) is not None:
             tags[PROMPT_URI_TAG] = prompt_uri
+        if stage != "staged":
+            m = result.manifest
+            dataset_id = ensure_eval_dataset(self.client, self.placement.experiment_id, m.eval_set_version,
+                                             result.eval_set.cases)
+            if dataset_id is not None:
+                tags[EVAL_DATASET_TAG] = dataset_id
         first = result.manifest.eval_files[0] if result.manifest.eval_files else None
         dataset = (first.stem, first.sha1[:MAX_DIGEST]) if first is not None and model_id is not None else None
         log_batches(self.client, run_id, metrics=metrics, tags=tags, model_id=model_id, dataset=dataset)

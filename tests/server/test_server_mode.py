@@ -63,6 +63,13 @@ def test_run_prompt_is_a_version_in_the_servers_prompt_registry(single, plain):
     assert r.data.tags["ragtrack.prompt_uri"] == version.uri == "prompts:/server-single-prompt/1"
 
 
+def test_run_eval_set_is_an_evaluation_dataset_on_the_server(single, plain):
+    _, r = single
+    with plain.reading() as client:
+        dataset = client.get_dataset(r.data.tags["ragtrack.eval_dataset_id"])
+    assert dataset.name.startswith("questions@")
+
+
 def test_run_eval_sets_are_dataset_inputs(single):
     inputs = {d.dataset.name: d.dataset.digest for d in single[1].inputs.dataset_inputs}
     assert sorted(inputs) == ["qaset", "questions"] and all(len(d) == 36 for d in inputs.values())
