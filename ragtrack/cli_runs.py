@@ -186,7 +186,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ragtrack.compare import compare, parse_regression_gate
-    from ragtrack.compare_report import render_terminal, write_outputs
+    from ragtrack.compare_report import render_overview, render_terminal, write_outputs
     from ragtrack.errors import InputError
     from ragtrack.tracking.reader import log_artifacts
 
@@ -222,6 +222,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         console = Console()
         if not console.is_terminal:  # piped: wide enough for the table, not 80 columns
             console = Console(width=160)
+        if args.experiment:
+            render_overview(comparisons, console)
         for c in comparisons:
             render_terminal(c, console, top=args.top)
     if args.log:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,9 @@ from ragtrack.compare import Comparison, LoggedDiff, MetricDiff
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["output_stem", "render_markdown", "render_png", "render_terminal", "write_outputs"]
+__all__ = ["output_stem", "render_markdown", "render_overview", "render_png", "render_terminal", "write_outputs"]
+
+HEADLINE = "eval_json_v2/eval_score_avg"  # the overview's headline when the runs have it, else their first metric
 
 _COLORS = {"worse": "red", "better": "green"}
 
@@ -127,6 +130,25 @@ def render_markdown(c: Comparison) -> str:
 
 def _short_name(metric: str) -> str:
     return metric.split("/", 1)[-1]
+
+
+def render_overview(comparisons: Sequence[Comparison], console: Console) -> None:
+    """One row per run B against the common baseline A: how many metrics moved each way, and the headline's change."""
+    from rich.table import Table
+
+    if not comparisons:
+        return
+    a = comparisons[0].run_a
+    table = Table(title=f"every run against the baseline {a.run_id} ({a.run_name}) · {a.label}", title_justify="left")
+    for col in ("run", "name", "label", "better", "worse", "n.s.", "headline: B − A [CI]"):
+        table.add_column(col, no_wrap=col != "label", justify="right" if col in ("better", "worse", "n.s.") else "left")
+    for c in comparisons:
+        verdicts = [m.verdict for m in c.metrics]
+        head = next((m for m in c.metrics if m.metric == HEADLINE), c.metrics[0] if c.metrics else None)
+        change = f"{head.metric} {_f(head.diff, True)} {_ci(head)}" if head is not None else "–"
+        table.add_row(c.run_b.run_id[:12], c.run_b.run_name, c.run_b.label, f"[green]{verdicts.count('better')}[/]",
+                      f"[red]{verdicts.count('worse')}[/]", str(verdicts.count("no significant difference")), change)
+    console.print(table)
 
 
 def render_terminal(c: Comparison, console: Console, top: int = 5) -> None:

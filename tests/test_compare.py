@@ -109,6 +109,19 @@ def test_experiment_mode_compares_every_other_run_with_the_baseline(store, capsy
     assert sorted(d["run_b"]["run_id"] for d in docs) == sorted([ids["same"], ids["planted"]])
 
 
+def test_experiment_mode_opens_with_one_row_per_run_against_the_baseline(store, capsys):
+    _, uri, ids = store
+    _, out, _ = _compare(capsys, uri, "--experiment", "demo", "--baseline", ids["a"])
+    head = out.split("\n\n")[0]
+    assert out.startswith(f"every run against the baseline {ids['a']}") and ids["planted"][:12] in head and ids["same"][:12] in head
+
+
+def test_experiment_mode_takes_the_baseline_by_name_prefix(store, capsys):
+    _, uri, ids = store
+    _, docs, _ = _json(capsys, uri, "--experiment", "demo", "--baseline", ids["a"][:10])
+    assert ids["a"] not in [d["run_b"]["run_id"] for d in docs]
+
+
 def test_experiment_mode_filters_runs_by_param(store, capsys):
     tmp, uri, ids = store
     planted_path = str(tmp / "planted.jsonl")  # the planted run's replayed file
