@@ -18,11 +18,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from ragtrack.errors import disk_full
 from ragtrack.tracking.search import equals
 from ragtrack.types import EvalCase
 
@@ -79,5 +81,7 @@ def ensure_eval_dataset(client: MlflowClient, experiment_id: str, eval_set_versi
             client.delete_dataset(mine.dataset_id)
         return keep.dataset_id
     except (MlflowException, AttributeError, NotImplementedError) as e:  # a store without the API: no such method
+        if disk_full(e, Path.cwd(), None) is not None:  # a full disk is the run's error, said once
+            raise
         log.warning("eval set not logged as an MLflow evaluation dataset (the store refused: %s)", str(e).splitlines()[0])
         return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 
 from mlflow.entities import RunTag
 from mlflow.entities.model_registry import PromptVersion
@@ -22,6 +23,9 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracing.constant import TraceTagKey
 from mlflow.tracing.utils.prompt import update_linked_prompts_tag
 from mlflow.tracking import MlflowClient
+
+from ragtrack.errors import disk_full
+from ragtrack.redact import redact_text
 
 __all__ = ["PROMPT_SHA_TAG", "link_prompt", "prompt_name"]
 
@@ -52,14 +56,24 @@ def _same_content(client: MlflowClient, name: str, sha256: str) -> list[PromptVe
             return sorted(versions, key=lambda v: int(v.version))
 
 
+def _register(client: MlflowClient, name: str, template: str, sha256: str, label: str) -> PromptVersion:
+    """A new version; when another job created the prompt itself a moment earlier, the call is made once more."""
+    tags = {PROMPT_SHA_TAG: sha256, "ragtrack.prompt_version": label}
+    try:
+        return client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
+    except MlflowException as e:
+        if "already exists" not in str(e):
+            raise
+        return client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
+
+
 def link_prompt(client: MlflowClient, run_id: str, experiment: str, template: str, sha256: str, label: str) -> str | None:
     """Register (or find) the version of `template` and link `run_id` to it; its `prompts:/` URI, or None."""
     name = prompt_name(experiment)
     try:
         found = _same_content(client, name, sha256)
         if not found:
-            mine = client.register_prompt(name, template, commit_message=f"prompt {label}",
-                                          tags={PROMPT_SHA_TAG: sha256, "ragtrack.prompt_version": label})
+            mine = _register(client, name, template, sha256, redact_text(label))
             found = _same_content(client, name, sha256) or [mine]
             if found[0].version != mine.version:  # another job registered these bytes first
                 client.delete_prompt_version(name, str(mine.version))
@@ -69,5 +83,7 @@ def link_prompt(client: MlflowClient, run_id: str, experiment: str, template: st
                          synchronous=True)
         return version.uri
     except MlflowException as e:
+        if disk_full(e, Path.cwd(), None) is not None:  # a full disk is the run's error, said once
+            raise
         log.warning("prompt not registered in MLflow's Prompt Registry (the store refused: %s)", str(e).splitlines()[0])
         return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 
 from mlflow.entities import LoggedModel
 from mlflow.exceptions import MlflowException
@@ -25,7 +26,9 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.config import RunConfig
+from ragtrack.errors import disk_full
 from ragtrack.hashing import sha256_json
+from ragtrack.redact import redact, redact_text
 from ragtrack.tracking.search import equals
 from ragtrack.types import RunManifest
 
@@ -63,7 +66,8 @@ def version_of(cfg: RunConfig, m: RunManifest) -> Version:
               else f"{cfg.model.id.rstrip('/').rpartition('/')[2]} + {cfg.adapter.name}")
     index_short = re.split(r"[@-]", m.index_version)[-1][:8] if m.index_version else ""
     name = f"{author} · prompt {m.prompt_version} · {cfg.index.name}" + (f"@{index_short}" if index_short else "")
-    return Version(key=sha256_json(params)[:32], name=_NOT_IN_NAME.sub("_", name)[:MAX_NAME], params=params)
+    shown = {k: redact(v, k) for k, v in params.items()}  # a secret in a stamp is masked, as in the run's params
+    return Version(key=sha256_json(params)[:32], name=_NOT_IN_NAME.sub("_", redact_text(name))[:MAX_NAME], params=shown)
 
 
 def _found(client: MlflowClient, experiment_id: str, key: str) -> list[LoggedModel]:
@@ -92,5 +96,7 @@ def ensure_version(client: MlflowClient, experiment_id: str, version: Version, s
             client.delete_logged_model(created.model_id)
         return keep.model_id
     except MlflowException as e:
+        if disk_full(e, Path.cwd(), None) is not None:  # a full disk is the run's error, said once
+            raise
         log.warning("versions not logged as MLflow LoggedModels (the store refused: %s)", str(e).splitlines()[0])
         return None
