@@ -26,6 +26,7 @@ from mlflow.tracking import MlflowClient
 
 from ragtrack.errors import disk_full
 from ragtrack.tracking.search import equals
+from ragtrack.tracking.store import creating_entities
 from ragtrack.types import EvalCase
 
 __all__ = ["EVAL_DATASET_TAG", "dataset_name", "ensure_eval_dataset", "records_of"]
@@ -71,15 +72,17 @@ def ensure_eval_dataset(client: MlflowClient, experiment_id: str, eval_set_versi
     """The id of the eval set's evaluation dataset in the experiment, created with its records when missing."""
     name = dataset_name(eval_set_version)
     try:
-        found = _found(client, experiment_id, name)
-        if found:
-            return found[0].dataset_id
-        mine = client.create_dataset(name, experiment_id=experiment_id, tags={"ragtrack.eval_set_version": eval_set_version})
-        client._tracking_client.store.upsert_dataset_records(dataset_id=mine.dataset_id, records=records_of(cases))
-        keep = (_found(client, experiment_id, name) or [mine])[0]
-        if keep.dataset_id != mine.dataset_id:  # another job created it first
-            client.delete_dataset(mine.dataset_id)
-        return keep.dataset_id
+        with creating_entities(client.tracking_uri):
+            found = _found(client, experiment_id, name)
+            if found:
+                return found[0].dataset_id
+            mine = client.create_dataset(name, experiment_id=experiment_id,
+                                         tags={"ragtrack.eval_set_version": eval_set_version})
+            client._tracking_client.store.upsert_dataset_records(dataset_id=mine.dataset_id, records=records_of(cases))
+            keep = (_found(client, experiment_id, name) or [mine])[0]
+            if keep.dataset_id != mine.dataset_id:  # another job created it first
+                client.delete_dataset(mine.dataset_id)
+            return keep.dataset_id
     except (MlflowException, AttributeError, NotImplementedError) as e:  # a store without the API: no such method
         if disk_full(e, Path.cwd(), None) is not None:  # a full disk is the run's error, said once
             raise

@@ -4,7 +4,8 @@ The prompts a sweep compares are versions of one prompt: the experiment's
 (`<experiment>-prompt`, in the characters a prompt name allows). A run's template is
 found by its sha256 (the version tag `ragtrack.prompt_sha256`) or registered as a new
 version, with its label (`prompt v2`) as the commit message; the same bytes never make a
-second version. Jobs registering the same content at once keep the lowest version and
+second version. The prompt is listed on the experiment's Prompts page (MLflow's experiment-ids
+tag on the prompt). Jobs registering the same content at once keep the lowest version and
 delete their own. The run is linked to its version (the UI's Prompts page lists the runs
 that used each version) by the `mlflow.linkedPrompts` tag MLflow's own linking writes: its
 linking call reads the process-global tracking URI, which ragtrack never sets. A store
@@ -15,23 +16,27 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from pathlib import Path
 
 from mlflow.entities import RunTag
 from mlflow.entities.model_registry import PromptVersion
 from mlflow.exceptions import MlflowException
+from mlflow.prompt.constants import PROMPT_EXPERIMENT_IDS_TAG_KEY
 from mlflow.tracing.constant import TraceTagKey
 from mlflow.tracing.utils.prompt import update_linked_prompts_tag
 from mlflow.tracking import MlflowClient
 
 from ragtrack.errors import disk_full
 from ragtrack.redact import redact_text
+from ragtrack.tracking.store import creating_entities
 
 __all__ = ["PROMPT_SHA_TAG", "link_prompt", "prompt_name"]
 
 log = logging.getLogger("ragtrack")
 
 PROMPT_SHA_TAG = "ragtrack.prompt_sha256"
+_MLFLOW_LINK_THREAD = "link_prompt_to_experiment_thread"  # MlflowClient._link_prompt_to_experiment's thread name
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -60,24 +65,40 @@ def _register(client: MlflowClient, name: str, template: str, sha256: str, label
     """A new version; when another job created the prompt itself a moment earlier, the call is made once more."""
     tags = {PROMPT_SHA_TAG: sha256, "ragtrack.prompt_version": label}
     try:
-        return client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
+        version = client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
     except MlflowException as e:
         if "already exists" not in str(e):
             raise
-        return client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
+        version = client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
+    for thread in threading.enumerate():  # MLflow tags the prompt with its active experiment in a thread: let it finish
+        if thread.name.startswith(_MLFLOW_LINK_THREAD):  # first, or its write could drop the experiment `_show_in` adds
+            thread.join(timeout=30)
+    return version
 
 
-def link_prompt(client: MlflowClient, run_id: str, experiment: str, template: str, sha256: str, label: str) -> str | None:
-    """Register (or find) the version of `template` and link `run_id` to it; its `prompts:/` URI, or None."""
+def _show_in(client: MlflowClient, name: str, experiment_id: str) -> None:
+    """List the prompt on the experiment's Prompts page: MLflow's tag of experiment ids (`,1,4,`), as its fluent API
+    writes it for the active experiment."""
+    ids = [i for i in (client.get_prompt(name).tags or {}).get(PROMPT_EXPERIMENT_IDS_TAG_KEY, "").split(",") if i]
+    if experiment_id not in ids:
+        client.set_prompt_tag(name, PROMPT_EXPERIMENT_IDS_TAG_KEY, f",{','.join([*ids, experiment_id])},")
+
+
+def link_prompt(client: MlflowClient, run_id: str, experiment: str, experiment_id: str, template: str, sha256: str,
+                label: str) -> str | None:
+    """Register (or find) the version of `template`, show the prompt in the experiment and link `run_id` to the
+    version; its `prompts:/` URI, or None."""
     name = prompt_name(experiment)
     try:
-        found = _same_content(client, name, sha256)
-        if not found:
-            mine = _register(client, name, template, sha256, redact_text(label))
-            found = _same_content(client, name, sha256) or [mine]
-            if found[0].version != mine.version:  # another job registered these bytes first
-                client.delete_prompt_version(name, str(mine.version))
+        with creating_entities(client.tracking_uri):
+            found = _same_content(client, name, sha256)
+            if not found:
+                mine = _register(client, name, template, sha256, redact_text(label))
+                found = _same_content(client, name, sha256) or [mine]
+                if found[0].version != mine.version:  # another job registered these bytes first
+                    client.delete_prompt_version(name, str(mine.version))
         version = found[0]
+        _show_in(client, name, experiment_id)
         current = client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS)
         client.log_batch(run_id, tags=[RunTag(TraceTagKey.LINKED_PROMPTS, update_linked_prompts_tag(current, [version]))],
                          synchronous=True)

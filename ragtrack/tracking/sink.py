@@ -354,7 +354,8 @@ class MlflowSink:
             template = Path(m.prompt_path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):  # validated when the run was prepared; gone since: not registered
             return None
-        return link_prompt(self.client, run_id, self.placement.experiment_name, template, m.prompt_sha256, m.prompt_version)
+        return link_prompt(self.client, run_id, self.placement.experiment_name, self.placement.experiment_id, template,
+                           m.prompt_sha256, m.prompt_version)
 
     def _traces_wanted(self, result: RunResult) -> bool:
         limit = self.cfg.tracking.traces_max_cases

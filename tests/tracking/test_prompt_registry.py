@@ -21,7 +21,7 @@ def store(tmp_path, _migrated_store) -> tuple[MlflowClient, str]:
 
 
 def _link(client: MlflowClient, exp: str, text: str, sha: str, label: str = "v1") -> str | None:
-    return link_prompt(client, client.create_run(exp).info.run_id, "prompted", text, sha, label)
+    return link_prompt(client, client.create_run(exp).info.run_id, "prompted", exp, text, sha, label)
 
 
 def test_the_same_bytes_reuse_one_version(store):
@@ -39,7 +39,7 @@ def test_new_bytes_make_a_new_version(store):
 def test_the_run_is_linked_to_its_prompt_version(store):
     client, exp = store
     run_id = client.create_run(exp).info.run_id
-    link_prompt(client, run_id, "prompted", "Answer {{question}}", "s1", "v1")
+    link_prompt(client, run_id, "prompted", exp, "Answer {{question}}", "s1", "v1")
     linked = json.loads(client.get_run(run_id).data.tags["mlflow.linkedPrompts"])
     assert linked == [{"name": "prompted-prompt", "version": "1"}]
 
@@ -64,3 +64,9 @@ def test_a_prompt_name_keeps_only_the_characters_the_registry_allows():
 def test_a_logged_run_names_its_prompt_version(demo_store):
     run = MlflowClient(demo_store.uri).get_run(demo_store.ids["a"])
     assert run.data.tags[PROMPT_URI_TAG] == "prompts:/demo-prompt/1"
+
+
+def test_the_prompt_is_listed_on_the_experiments_prompts_page(store):
+    client, exp = store
+    _link(client, exp, "Answer {{question}}", "s1")
+    assert exp in client.get_prompt("prompted-prompt").tags["_mlflow_experiment_ids"].split(",")
