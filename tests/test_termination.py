@@ -42,7 +42,7 @@ def test_ctrl_c_before_any_run_exists_says_none_was_logged(tmp_path):
     _, err = proc.communicate(timeout=60)
     logged = runs(uri) if (tmp_path / "mlflow.db").exists() else []
     said = f"run {logged[0].info.run_id} ended KILLED" if logged else "no run was logged"
-    assert (proc.returncode, err.strip().splitlines()[-1]) == (130, f"ragtrack: interrupted: {said}")
+    assert err.strip().splitlines()[-1] == f"ragtrack: interrupted: {said}"  # the exit code: the test above
 
 
 def test_exit_codes_follow_the_shell():
