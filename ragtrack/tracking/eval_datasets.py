@@ -18,15 +18,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from ragtrack.errors import disk_full
+from ragtrack.tracking.entities import find_or_create, optional
 from ragtrack.tracking.search import equals
-from ragtrack.tracking.store import creating_entities
 from ragtrack.types import EvalCase
 
 __all__ = ["EVAL_DATASET_TAG", "dataset_name", "ensure_eval_dataset", "records_of"]
@@ -71,20 +69,16 @@ def ensure_eval_dataset(client: MlflowClient, experiment_id: str, eval_set_versi
                         cases: Sequence[EvalCase]) -> str | None:
     """The id of the eval set's evaluation dataset in the experiment, created with its records when missing."""
     name = dataset_name(eval_set_version)
-    try:
-        with creating_entities(client.tracking_uri):
-            found = _found(client, experiment_id, name)
-            if found:
-                return found[0].dataset_id
-            mine = client.create_dataset(name, experiment_id=experiment_id,
-                                         tags={"ragtrack.eval_set_version": eval_set_version})
-            client._tracking_client.store.upsert_dataset_records(dataset_id=mine.dataset_id, records=records_of(cases))
-            keep = (_found(client, experiment_id, name) or [mine])[0]
-            if keep.dataset_id != mine.dataset_id:  # another job created it first
-                client.delete_dataset(mine.dataset_id)
-            return keep.dataset_id
-    except (MlflowException, AttributeError, NotImplementedError) as e:  # a store without the API: no such method
-        if disk_full(e, Path.cwd(), None) is not None:  # a full disk is the run's error, said once
-            raise
-        log.warning("eval set not logged as an MLflow evaluation dataset (the store refused: %s)", str(e).splitlines()[0])
-        return None
+
+    def create() -> Any:
+        mine = client.create_dataset(name, experiment_id=experiment_id,
+                                     tags={"ragtrack.eval_set_version": eval_set_version})
+        client._tracking_client.store.upsert_dataset_records(dataset_id=mine.dataset_id, records=records_of(cases))
+        return mine
+
+    refusals = (MlflowException, AttributeError, NotImplementedError)  # a store without the API: no such method
+    with optional("eval set not logged as an MLflow evaluation dataset", refusals):
+        kept = find_or_create(client.tracking_uri, lambda: _found(client, experiment_id, name), create,
+                              key=lambda d: d.dataset_id, delete=lambda d: client.delete_dataset(d.dataset_id))
+        return kept.dataset_id
+    return None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from pathlib import Path
 
 from mlflow.entities import RunTag
 from mlflow.entities.model_registry import PromptVersion
@@ -27,9 +26,8 @@ from mlflow.tracing.constant import TraceTagKey
 from mlflow.tracing.utils.prompt import update_linked_prompts_tag
 from mlflow.tracking import MlflowClient
 
-from ragtrack.errors import disk_full
 from ragtrack.redact import redact_text
-from ragtrack.tracking.store import creating_entities
+from ragtrack.tracking.entities import find_or_create, optional
 
 __all__ = ["PROMPT_SHA_TAG", "link_prompt", "prompt_name"]
 
@@ -89,22 +87,13 @@ def link_prompt(client: MlflowClient, run_id: str, experiment: str, experiment_i
     """Register (or find) the version of `template`, show the prompt in the experiment and link `run_id` to the
     version; its `prompts:/` URI, or None."""
     name = prompt_name(experiment)
-    try:
-        with creating_entities(client.tracking_uri):
-            found = _same_content(client, name, sha256)
-            if not found:
-                mine = _register(client, name, template, sha256, redact_text(label))
-                found = _same_content(client, name, sha256) or [mine]
-                if found[0].version != mine.version:  # another job registered these bytes first
-                    client.delete_prompt_version(name, str(mine.version))
-        version = found[0]
+    with optional("prompt not registered in MLflow's Prompt Registry"):
+        version = find_or_create(client.tracking_uri, lambda: _same_content(client, name, sha256),
+                                 lambda: _register(client, name, template, sha256, redact_text(label)),
+                                 key=lambda v: str(v.version),
+                                 delete=lambda v: client.delete_prompt_version(name, str(v.version)))
         _show_in(client, name, experiment_id)
-        current = client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS)
-        client.log_batch(run_id, tags=[RunTag(TraceTagKey.LINKED_PROMPTS, update_linked_prompts_tag(current, [version]))],
-                         synchronous=True)
+        linked = update_linked_prompts_tag(client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS), [version])
+        client.log_batch(run_id, tags=[RunTag(TraceTagKey.LINKED_PROMPTS, linked)], synchronous=True)
         return version.uri
-    except MlflowException as e:
-        if disk_full(e, Path.cwd(), None) is not None:  # a full disk is the run's error, said once
-            raise
-        log.warning("prompt not registered in MLflow's Prompt Registry (the store refused: %s)", str(e).splitlines()[0])
-        return None
+    return None

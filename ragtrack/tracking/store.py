@@ -48,8 +48,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
 from pathlib import Path
 
 from filelock import FileLock
@@ -63,7 +62,6 @@ from ragtrack.errors import InputError, disk_full
 __all__ = [
     "LOCK_TIMEOUT_S",
     "NEW_STORE_BYTES",
-    "creating_entities",
     "is_conflict",
     "lock_path",
     "log_inputs_idempotent",
@@ -295,16 +293,3 @@ def log_inputs_idempotent(client: MlflowClient, run_id: str, datasets: Sequence[
             log.debug("dataset inputs of run %s lost an insert race (attempt %d); retrying", run_id, attempt)
             time.sleep(random.uniform(0.05, 0.2) * attempt)
 
-
-_entities_lock = threading.Lock()
-
-
-@contextmanager
-def creating_entities(uri: str) -> Iterator[None]:
-    """One find-or-create of a shared MLflow entity (a version, a prompt version, an evaluation dataset) at a time per
-    process and, on SQLite, per store (a file lock beside it). MLflow writes such an entity's tags apart from the
-    entity, so two jobs that check at once can each miss the other's; against a server, where no lock is shared,
-    jobs converge on the oldest instead (the callers' own rule)."""
-    db = sqlite_path(uri)
-    with _entities_lock, (FileLock(db.with_name(db.name + ".entities.lock"), timeout=LOCK_TIMEOUT_S) if db else nullcontext()):
-        yield

@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import logging
 import re
-from pathlib import Path
 
 from mlflow.entities import LoggedModel
-from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.config import RunConfig
-from ragtrack.errors import disk_full
 from ragtrack.hashing import sha256_json
 from ragtrack.redact import redact, redact_text
+from ragtrack.tracking.entities import find_or_create, optional
 from ragtrack.tracking.search import equals
-from ragtrack.tracking.store import creating_entities
 from ragtrack.types import RunManifest
 
 __all__ = ["VERSION_KEY_TAG", "Version", "ensure_version", "version_of"]
@@ -85,20 +82,15 @@ def _found(client: MlflowClient, experiment_id: str, key: str) -> list[LoggedMod
 
 def ensure_version(client: MlflowClient, experiment_id: str, version: Version, source_run_id: str) -> str | None:
     """The `model_id` of `version` in the experiment, created when missing; None when the store has no LoggedModels."""
-    try:
-        with creating_entities(client.tracking_uri):
-            found = _found(client, experiment_id, version.key)
-            if found:
-                return found[0].model_id
-            created = client.create_logged_model(experiment_id, name=version.name, source_run_id=source_run_id,
-                                                 tags={VERSION_KEY_TAG: version.key}, params=version.params)
-            client.finalize_logged_model(created.model_id, "READY")
-            keep = _found(client, experiment_id, version.key)[0]
-            if keep.model_id != created.model_id:  # another job created it first: use that one
-                client.delete_logged_model(created.model_id)
-            return keep.model_id
-    except MlflowException as e:
-        if disk_full(e, Path.cwd(), None) is not None:  # a full disk is the run's error, said once
-            raise
-        log.warning("versions not logged as MLflow LoggedModels (the store refused: %s)", str(e).splitlines()[0])
-        return None
+
+    def create() -> LoggedModel:
+        created = client.create_logged_model(experiment_id, name=version.name, source_run_id=source_run_id,
+                                             tags={VERSION_KEY_TAG: version.key}, params=version.params)
+        client.finalize_logged_model(created.model_id, "READY")
+        return created
+
+    with optional("versions not logged as MLflow LoggedModels"):
+        kept = find_or_create(client.tracking_uri, lambda: _found(client, experiment_id, version.key), create,
+                              key=lambda lm: lm.model_id, delete=lambda lm: client.delete_logged_model(lm.model_id))
+        return kept.model_id
+    return None
