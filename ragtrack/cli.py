@@ -250,6 +250,19 @@ def cmd_store_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The command line, with a command's trailing list (overrides, run ids) also taking words after an option:
+    `rescore RUN --tracking-uri URI scorers.x.y=1`."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    rest = next((n for n in ("overrides", "runs") if isinstance(getattr(args, n, None), list)), None)
+    if rest and extra and not any(x.startswith("-") for x in extra):
+        getattr(args, rest).extend(extra)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from ragtrack.errors import DiskFull, InputError, run_fate
@@ -260,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             from ragtrack.hydra_app import run_cli
 
             return run_cli(argv[1:])
-        args = _parser().parse_args(argv)
+        args = _parse(argv)
         if args.command == "score":
             return cmd_score(args)
         if args.command == "subset":

@@ -308,7 +308,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         cfg = rescore_config(settled.config, archive, uri=uri, experiment=run.experiment_name,
                              run_name=f"{run.run_name} (rescored)")
         stages = prepare(cfg)
-        sink = MlflowSink(cfg, uri=uri, tags={RESCORED_FROM_TAG: run.run_id})
+        sink = MlflowSink(cfg, uri=uri, tags={RESCORED_FROM_TAG: run.run_id},
+                          paths_shown_as={str(archive.root): f"runs:/{run.run_id}"})
         (result,) = run_stages(stages, sink)
     new_id = sink.run_ids["full"]
     print(f"rescored run {new_id} ({cfg.tracking.run_name}) from {run.run_id}, experiment {sink.experiment_name}")

@@ -63,6 +63,20 @@ def test_a_rescored_run_passes_its_own_audit(demo_store, source, capsys):
     assert main(["audit", new.info.run_id, "--tracking-uri", demo_store.uri]) == 0
 
 
+def test_a_rescored_run_records_its_sources_artifacts_not_a_temporary_folder(demo_store, source, capsys):
+    new = _rescore(capsys, demo_store, source.info.run_id)
+    src = f"runs:/{source.info.run_id}/"
+    assert new.data.params["generator/replay/path"].startswith(src + "predictions/")
+    manifest = MlflowClient(demo_store.uri).download_artifacts(new.info.run_id, "manifest.json")
+    assert json.loads(open(manifest, encoding="utf-8").read())["prompt_path"].startswith(src + "prompt/")
+
+
+def test_options_may_follow_the_overrides(demo_store, source, capsys):
+    capsys.readouterr()
+    code = main(["rescore", source.info.run_id, "--tracking-uri", demo_store.uri, "scorers=refusal_citation"])
+    assert code == 0 and "no longer scored: eval_json_v2/" in capsys.readouterr().out
+
+
 def test_an_override_outside_the_scoring_is_one_line_and_no_run(demo_store, source, capsys):
     client = MlflowClient(demo_store.uri)
     before = len(client.search_runs([source.info.experiment_id]))

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
@@ -37,7 +37,7 @@ from ragtrack.archive import write_archive
 from ragtrack.case_traces import case_traces
 from ragtrack.config import RunConfig
 from ragtrack.errors import DiskFull, InputError, RunNotEnded, disk_full
-from ragtrack.hashing import canonical_json
+from ragtrack.hashing import canonical_json, sha256_json
 from ragtrack.jobkey import JOB_KEY_TAG
 from ragtrack.redact import redact, redact_text
 from ragtrack.report import render_report, render_scorer_report
@@ -75,6 +75,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # MLflow's limits (mlflow.utils.validation): per log_batch call, and per value.
 MAX_METRICS_PER_BATCH = 1000
@@ -228,8 +229,14 @@ class MlflowSink:
         parent_run_id: str | None = None,
         tags: Mapping[str, str] | None = None,
         job_key: str | None = None,
+        paths_shown_as: Mapping[str, str] | None = None,
     ) -> None:
+        """`paths_shown_as`: local folders the run reads from that it records as another name (a rescore's downloaded
+        archive as `runs:/<source run>`), in its params, manifest, config and report."""
         self.cfg = cfg
+        self.paths_shown_as = dict(paths_shown_as or {})
+        # the hash of the config as logged (= cfg.sha256 unless some paths are shown as other names)
+        self.config_sha256 = sha256_json(self._shown(cfg.model_dump(mode="json", exclude={"tracking"})))
         self.uri = uri
         self.client = connect(uri)
         self.placement: Placement = place_run(self.client, uri, cfg.tracking.experiment, parent_run_id)
@@ -298,7 +305,7 @@ class MlflowSink:
         self._staged = self._staged or stage == "staged"
         error: BaseException | None = None
         try:
-            log_batches(self.client, run_id, params=flat_params(self.cfg, None))
+            log_batches(self.client, run_id, params=self._params(None))
             yield lambda result: self.log_result(run_id, result, stage, record)
         except BaseException as e:
             error = disk_full(e, self._artifact_dirs[run_id] or self._store_dir or Path.cwd(), self._needed) or e
@@ -313,10 +320,25 @@ class MlflowSink:
 
     # -------------------------------------------------------------- logging
 
+    def _params(self, result: RunResult | None) -> dict[str, str]:
+        return {**self._shown(flat_params(self.cfg, result)), "config_sha256": self.config_sha256}
+
+    def _shown(self, value: T) -> T:
+        """`value` with every local folder of `paths_shown_as` written as its shown name."""
+        if isinstance(value, str):
+            for local, shown in self.paths_shown_as.items():
+                value = value.replace(local, shown)  # type: ignore[assignment]
+            return value
+        if isinstance(value, dict):
+            return {k: self._shown(v) for k, v in value.items()}  # type: ignore[return-value]
+        if isinstance(value, list):
+            return [self._shown(v) for v in value]  # type: ignore[return-value]
+        return value
+
     def log_result(self, run_id: str, result: RunResult, stage: str, record: TrackingRecord) -> None:
         """Params, metrics, dataset input and artifacts of one finished stage."""
-        early = flat_params(self.cfg, None)  # logged when the run was created
-        log_batches(self.client, run_id, params={k: v for k, v in flat_params(self.cfg, result).items() if k not in early})
+        early = self._params(None)  # logged when the run was created
+        log_batches(self.client, run_id, params={k: v for k, v in self._params(result).items() if k not in early})
         metrics = dict(result.metrics)
         metrics.update({f"timing/{k}": v for k, v in result.timings.items()})
         tags = {
@@ -398,21 +420,22 @@ class MlflowSink:
         traces_note = self._traces_note(result, traced)
         tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
         try:
-            manifest = write_archive(result, tmp).model_copy(update={"tracking": record})
+            manifest = write_archive(result, tmp).model_copy(update={"tracking": record, "config_sha256": self.config_sha256})
             result = result.model_copy(update={"manifest": manifest})
             frame = cases_frame(result)
             frame.to_parquet(tmp / "cases.parquet", index=False)
             report = render_report(result).rstrip("\n") + f"\n\n## Per-case traces\n\n{traces_note}\n"
-            (tmp / "report.md").write_text(redact_text(report), encoding="utf-8")
+            (tmp / "report.md").write_text(redact_text(self._shown(report)), encoding="utf-8")
             reports = tmp / "reports"
             reports.mkdir()
             for out in result.outputs:
                 (reports / f"{out.info.name}.md").write_text(render_scorer_report(result, out), encoding="utf-8")
             (tmp / "manifest.json").write_text(
-                json.dumps(redact(manifest.model_dump(mode="json")), ensure_ascii=False, indent=2), encoding="utf-8"
+                json.dumps(redact(self._shown(manifest.model_dump(mode="json"))), ensure_ascii=False, indent=2),
+                encoding="utf-8",
             )
             (tmp / "config.yaml").write_text(
-                yaml.safe_dump(redact(self.cfg.model_dump(mode="json")), sort_keys=False, allow_unicode=True),
+                yaml.safe_dump(redact(self._shown(self.cfg.model_dump(mode="json"))), sort_keys=False, allow_unicode=True),
                 encoding="utf-8",
             )
             self._require_space(run_id, tree_bytes(tmp) + len(frame) * TABLE_BYTES_PER_CASE, traced * len(frame))

@@ -32,10 +32,10 @@ class Shelf:
         self.items.remove(item)
 
 
-def test_an_existing_entity_is_found_not_created():
+def test_an_existing_entity_is_found_not_created(tmp_path):
     shelf = Shelf()
     shelf.items = ["old"]
-    assert find_or_create("sqlite:///x.db", shelf.find, shelf.create, str, shelf.delete) == "old"
+    assert find_or_create(f"sqlite:///{tmp_path}/mlflow.db", shelf.find, shelf.create, str, shelf.delete) == "old"
 
 
 def test_a_missing_entity_is_created():
