@@ -6,7 +6,8 @@ artifacts, and returns one `Check` per claim:
 - every archived input lies where the run put it, under a path that stays inside the
   downloaded run, with the hash the manifest records, and nothing else is archived beside them;
 - each archived eval-set file's sha1 gives the logged `eval_set_version` (`<stem>@<sha1>`);
-- the archived prompt's sha256 equals `prompt_sha256`;
+- the archived prompt's sha256 equals `prompt_sha256`, and so does the text of the Prompt Registry version it was
+  fetched from (`prompt_uri`), read again from the audited store;
 - `index_version` re-derives from the index when its inputs are here (`runner.index_version`,
   the same function the run used; a configured version is a label and is compared as such);
   with `deep`, the cached vectors of a built index equal its chunks embedded afresh;
@@ -35,12 +36,13 @@ from pydantic import BaseModel, ConfigDict
 from ragtrack.archive import ARCHIVED_DIRS, ArchivedRun
 from ragtrack.config import RunConfig, load_run_config
 from ragtrack.errors import InputError
-from ragtrack.hashing import sha1_file, sha256_file
+from ragtrack.hashing import sha1_file, sha256_bytes, sha256_file
 from ragtrack.redact import MASK
 from ragtrack.trust import Refused
 from ragtrack.types import ContextChunk, ScoreValue
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from ragtrack.runner import FileScores
@@ -334,19 +336,38 @@ def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
                   f"column(s) differ: {', '.join(differing[:5])}")
 
 
-def audit(run: LoggedRun, archive: ArchivedRun, caller: Caller | None = None, *, deep: bool = False) -> AuditReport:
+def _registry_prompt(archive: ArchivedRun, registry: Callable[[str], str] | None) -> list[Check]:
+    """A prompt fetched from the Prompt Registry (`prompt_uri`): that version, read again, hashes to prompt_sha256."""
+    uri, logged = archive.manifest.prompt_uri, archive.manifest.prompt_sha256
+    if uri is None:
+        return []
+    name = f"prompt {uri}"
+    if registry is None:
+        return [Check(name=name, status="skip", detail="not compared: no tracking store to read the registry from")]
+    try:
+        actual = sha256_bytes(registry(uri).encode("utf-8"))
+    except InputError as e:
+        return [Check(name=name, status="fail", detail=str(e))]
+    return [_check(name, actual == logged, f"the registry's text hashes to prompt_sha256 {_short(actual)}",
+                   f"the registry's text hashes to {_short(actual)}, logged prompt_sha256 {_short(logged)}")]
+
+
+def audit(run: LoggedRun, archive: ArchivedRun, caller: Caller | None = None, *, deep: bool = False,
+          registry: Callable[[str], str] | None = None) -> AuditReport:
     """Every check of the run (see the module docstring), in a fixed order.
 
     The archived config is someone else's: its servers, key variables, paths and models
     are used only as `caller` settles them (`ragtrack.trust`); a check they would be
     needed for is skipped, naming them, when the caller gave none. `deep` adds
-    `vectors_check`: the index embedded afresh.
+    `vectors_check`: the index embedded afresh. `registry` gives the text of a Prompt Registry version of the
+    audited store, for a prompt the run fetched from there.
     """
     from ragtrack.trust import Caller
 
     caller = caller or Caller()
     check_caller(archive, caller)
-    checks = [_status(run), _archive(archive), *_eval_files(run, archive), _prompt(run, archive)]
+    checks = [_status(run), _archive(archive), *_eval_files(run, archive), _prompt(run, archive),
+              *_registry_prompt(archive, registry)]
     config_checks, _ = _config(run, archive, caller, deep)
     checks += config_checks + _scorers(run, archive) + [_predictions(run, archive)]
     notes: list[str] = []

@@ -110,6 +110,14 @@ def _workdir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _registry_text(uri: str, prompt_uri: str) -> str:
+    """The text of a Prompt Registry version in the store at `uri`."""
+    from ragtrack.tracking.prompt_registry import fetch_prompt
+    from ragtrack.tracking.session import connect
+
+    return fetch_prompt(connect(uri), prompt_uri, "audit").text
+
+
 def _fetch(uri: str, run_id: str, dst: Path, paths: tuple[str, ...] = ()) -> tuple[LoggedRun, ArchivedRun]:
     """The run and its downloaded archive (only `paths` besides the manifest, or everything)."""
     from ragtrack.archive import MANIFEST, ArchivedRun
@@ -134,7 +142,8 @@ def _fetch(uri: str, run_id: str, dst: Path, paths: tuple[str, ...] = ()) -> tup
     return run, ArchivedRun.read(root, f"run {run_id}")
 
 
-def _side(uri: str, run_id: str, dst: Path) -> RunSide:
+def _side(uri: str, run_id: str, dst: Path) -> tuple[RunSide, str]:
+    """The run as compare reads it, and its experiment's id."""
     from ragtrack.archive import CASES
     from ragtrack.compare import RunRef, RunSide
     from ragtrack.report import run_label
@@ -142,7 +151,8 @@ def _side(uri: str, run_id: str, dst: Path) -> RunSide:
     run, archive = _fetch(uri, run_id, dst, (CASES,))
     m = archive.manifest
     ref = RunRef(run_id=run.run_id, run_name=run.run_name, label=run_label(m), eval_set_version=m.eval_set_version)
-    return RunSide(ref=ref, scorers=[s.name for s in m.scorers], params=run.params, metrics=run.metrics, cases=archive.cases())
+    side = RunSide(ref=ref, scorers=[s.name for s in m.scorers], params=run.params, metrics=run.metrics, cases=archive.cases())
+    return side, run.experiment_id
 
 
 # ------------------------------------------------------------------ compare
@@ -189,6 +199,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ragtrack.compare_report import render_overview, render_terminal, write_outputs
     from ragtrack.errors import InputError
     from ragtrack.tracking.reader import log_artifacts
+    from ragtrack.tracking.ui_links import cases_link, served_where
 
     if args.resamples < 1 or args.top < 0:
         raise InputError("compare", "--resamples must be ≥ 1 and --top ≥ 0")
@@ -197,10 +208,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparisons = []
     with _workdir("ragtrack-compare-") as tmp:
         sides: dict[str, RunSide] = {}
+        experiment_of: dict[str, str] = {}
         for a, b in _pairs(args, uri):
             for run_id in (a, b):
                 if run_id not in sides:
-                    sides[run_id] = _side(uri, run_id, tmp)
+                    sides[run_id], experiment_of[run_id] = _side(uri, run_id, tmp)
             comparisons.append(compare(sides[a], sides[b], allow_different_eval_sets=args.allow_different_eval_sets,
                                        n_resamples=args.resamples, seed=args.seed, top=args.top))
         failures = [line for c in comparisons for line in _regressions(c, gates)]
@@ -226,6 +238,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             render_overview(comparisons, console)
         for c in comparisons:
             render_terminal(c, console, top=args.top)
+            a, b = c.run_a.run_id, c.run_b.run_id
+            if experiment_of[a] == experiment_of[b]:  # the UI pairs two runs' cases within one experiment
+                console.print(f"case by case in the MLflow UI{served_where(uri)}: {cases_link(uri, experiment_of[b], a, b)}",
+                              soft_wrap=True, highlight=False)
     if args.log:
         for c in comparisons:
             print(f"ragtrack: logged compare/{c.run_a.run_id}/ (Markdown, JSON, PNG) to run {c.run_b.run_id}", file=sys.stderr)
@@ -272,7 +288,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         run, archive = _fetch(uri, args.run, tmp)
         if args.case is not None:
             return _print_case(run, archive, args)
-        report = audit(run, archive, caller(args), deep=args.deep)
+        report = audit(run, archive, caller(args), deep=args.deep, registry=lambda u: _registry_text(uri, u))
     print_notes(report.notes)
     print(f"audit of run {run.run_id} ({run.run_name}, experiment {run.experiment_name}):")
     for c in report.checks:

@@ -7,6 +7,7 @@ Secrets never live here: generators that need a key read it from the environment
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -86,9 +87,37 @@ class IndexConfig(_Section):
         return self.corpus is not None
 
 
+PROMPT_URI = re.compile(r"prompts:/(?P<name>[^/@\s]+)(?:/(?P<version>[0-9]+)|@(?P<alias>[A-Za-z0-9_.\-]+))")
+
+
 class PromptConfig(_Section):
-    version: str
-    path: str
+    """A template file (`path`, labelled `version`), or a version of MLflow's Prompt Registry (`uri`)."""
+
+    version: str | None = None
+    path: str | None = None
+    uri: str | None = None  # prompts:/NAME/VERSION or prompts:/NAME@ALIAS, in the run's tracking store
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PromptConfig:
+        if self.uri is not None and self.path is not None:
+            raise ValueError("a prompt is a file (`path`) or a Prompt Registry version (`uri`), not both: "
+                             "for a registry prompt choose `prompt=registry prompt.uri=prompts:/NAME/VERSION`")
+        if self.uri is None and self.path is None:
+            raise ValueError("give `path` (a template file) or `uri` (prompts:/NAME/VERSION or prompts:/NAME@ALIAS)")
+        if self.uri is not None and not PROMPT_URI.fullmatch(self.uri):
+            raise ValueError(f"{self.uri!r} is not a prompt URI: prompts:/NAME/VERSION or prompts:/NAME@ALIAS")
+        if self.path is not None and not self.version:
+            raise ValueError("a prompt file needs its `version` label")
+        return self
+
+    @property
+    def label(self) -> str:
+        """The prompt's version label: `version`, else one from its URI (`NAME-v3`, `NAME@prod`)."""
+        if self.version:
+            return self.version
+        m = PROMPT_URI.fullmatch(self.uri or "")
+        assert m is not None  # validated
+        return f"{m['name']}-v{m['version']}" if m["version"] else f"{m['name']}@{m['alias']}"
 
 
 class EvalSetConfig(_Section):
@@ -120,6 +149,9 @@ class TrackingConfig(_Section):
     bootstrap_resamples: int = Field(default=10_000, ge=1)
 
 
+_HASHED_WHEN_SET = (("prompt", "uri"),)
+
+
 class RunConfig(_Section):
     model: ModelConfig
     adapter: AdapterConfig
@@ -141,16 +173,25 @@ class RunConfig(_Section):
         except ValidationError as e:
             err = e.errors()[0]
             key = ".".join(str(p) for p in err["loc"])
-            raise InputError("config", err["msg"], field=key) from None
+            raise InputError("config", err["msg"].removeprefix("Value error, "), field=key) from None
+
+    def hashed(self) -> dict[str, Any]:
+        """Everything that shapes the scores, as hashed into `sha256`.
+
+        `tracking` (where and under which names the run is logged) is left out: logging
+        the same evaluation to another store or experiment must not change its hash. Keys
+        added later are left out while unset, so configs from before them keep their hash.
+        """
+        data = self.model_dump(mode="json", exclude={"tracking"})
+        for section, key in _HASHED_WHEN_SET:
+            if data[section].get(key) is None:
+                del data[section][key]
+        return data
 
     @property
     def sha256(self) -> str:
-        """sha256 of the canonical JSON of everything that shapes the scores.
-
-        `tracking` (where and under which names the run is logged) is left out: logging
-        the same evaluation to another store or experiment must not change its hash.
-        """
-        return sha256_json(self.model_dump(mode="json", exclude={"tracking"}))
+        """sha256 of the canonical JSON of `hashed()`."""
+        return sha256_json(self.hashed())
 
 
 def read_yaml(path: Path) -> Any:

@@ -29,6 +29,7 @@ from ragtrack.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
 from ragtrack.termination import Terminated, exit_if_stopped, handle_termination, watch_parent
 
 if TYPE_CHECKING:
+    from ragtrack.prompts import Prompt
     from ragtrack.types import RunResult
 
 __all__ = ["CONF_DIR", "check_overrides", "compose_run_config", "execute", "execute_job", "main", "run_cli"]
@@ -59,14 +60,15 @@ def execute_job(
     returned instead of scoring again: no run is created, and the results are empty.
     """
     from ragtrack.runner import prepare, run_stages
+    from ragtrack.tracking import resolve_tracking_uri
 
-    stages = prepare(cfg)
+    uri = resolve_tracking_uri(cfg.tracking.uri, base_dir)
+    stages = prepare(cfg, prompt=registry_prompt(cfg, uri))
     if not cfg.tracking.enabled:
         return run_stages(stages), JobOutcome(run_id=None)
     from ragtrack.jobkey import job_key
-    from ragtrack.tracking import MlflowSink, resolve_tracking_uri
+    from ragtrack.tracking import MlflowSink
 
-    uri = resolve_tracking_uri(cfg.tracking.uri, base_dir)
     sink = MlflowSink(cfg, uri=uri, parent_run_id=parent_run_id, tags=tags, job_key=job_key(stages))
     if reuse and not cfg.tracking.force and (found := sink.finished_run_with_key()):
         log.info("reusing run %s: it finished with the same inputs, config and scorer versions (tracking.force=true "
@@ -77,6 +79,21 @@ def execute_job(
     for stage, run_id in sink.run_ids.items():
         log.info("mlflow run %s: %s", stage, run_id)
     return results, JobOutcome(run_id=sink.top_run_id)
+
+
+def registry_prompt(cfg: RunConfig, uri: str) -> Prompt | None:
+    """The prompt `prompt.uri` names, from the Prompt Registry of the run's store (None for a prompt file)."""
+    if cfg.prompt.uri is None:
+        return None
+    from ragtrack.tracking.prompt_registry import fetch_prompt
+    from ragtrack.tracking.session import connect
+    from ragtrack.tracking.store import sqlite_path
+
+    db = sqlite_path(uri)
+    if db is not None and not db.exists():
+        raise InputError(str(db), "no such store: a registry prompt is read from the run's tracking store (tracking.uri)",
+                         field="prompt.uri")
+    return fetch_prompt(connect(uri), cfg.prompt.uri, cfg.prompt.label)
 
 
 def _summary(cfg: RunConfig, results: list[RunResult]) -> None:

@@ -15,7 +15,7 @@ from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ContextChunk, EvalCase
 
-__all__ = ["PLACEHOLDERS", "Prompt", "defuse", "fill", "fill_as_data", "format_context", "load_prompt", "render_prompt"]
+__all__ = ["PLACEHOLDERS", "Prompt", "defuse", "fill", "fill_as_data", "format_context", "load_prompt", "prompt_of", "render_prompt"]
 
 PLACEHOLDERS = ("question", "context")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -31,6 +31,7 @@ class Prompt(BaseModel):
     version: str
     text: str
     sha256: str
+    uri: str | None = None  # the Prompt Registry version it was fetched from (`prompts:/name/3`), saved at `path`
 
 
 def load_prompt(path: str | Path, version: str, *, placeholders: tuple[str, ...] = PLACEHOLDERS, field: str = "prompt.path") -> Prompt:
@@ -40,18 +41,24 @@ def load_prompt(path: str | Path, version: str, *, placeholders: tuple[str, ...]
         data = path.read_bytes()
     except OSError as e:
         raise InputError.from_os_error(path, e, field=field) from None
+    return prompt_of(data, str(path), version, placeholders=placeholders)
+
+
+def prompt_of(data: bytes, where: str, version: str, *, placeholders: tuple[str, ...] = PLACEHOLDERS,
+              uri: str | None = None) -> Prompt:
+    """A prompt from its bytes, read from `where` (a file, or the registry version `uri` saved there)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
+        raise InputError(uri or where, f"not UTF-8 text (byte {e.start})") from None
     for lineno, line in enumerate(text.splitlines(), 1):
         for m in _PLACEHOLDER.finditer(line):
             if m.group(1) not in placeholders:
                 raise InputError(
-                    str(path), f"unknown placeholder {{{{{m.group(1)}}}}}; known: {', '.join(placeholders)}",
+                    uri or where, f"unknown placeholder {{{{{m.group(1)}}}}}; known: {', '.join(placeholders)}",
                     where=f"line {lineno}",
                 )
-    return Prompt(path=str(path), version=version, text=text, sha256=sha256_bytes(data))
+    return Prompt(path=where, version=version, text=text, sha256=sha256_bytes(data), uri=uri)
 
 
 def format_context(chunks: list[ContextChunk]) -> str:

@@ -65,6 +65,7 @@ def render_report(result: RunResult) -> str:
         *_index_rows(m),
         f"| prompt_version | `{m.prompt_version}` |",
         f"| prompt_sha256 | `{m.prompt_sha256}` |",
+        *([f"| prompt_uri | `{m.prompt_uri}` |"] if m.prompt_uri else []),
         f"| eval_set_version | `{m.eval_set_version}` |",
         f"| cases | {m.n_cases} (missing predictions: {m.n_missing}, unmatched predictions: {m.n_unmatched}, "
         f"duplicates dropped: {m.duplicates_dropped}) |",

@@ -109,10 +109,11 @@ def index_version(cfg: RunConfig, spec: IndexSpec | None = None) -> str:
     return cfg.index.name
 
 
-def prepare(cfg: RunConfig, *, staged: bool | None = None) -> list[Stage]:
+def prepare(cfg: RunConfig, *, staged: bool | None = None, prompt: Prompt | None = None) -> list[Stage]:
     """Every stage of the job (dev first when staged), with all inputs loaded and validated.
 
-    `staged` overrides `cfg.stages.enabled` (e.g. to prepare only the dev stage's inputs).
+    `staged` overrides `cfg.stages.enabled` (e.g. to prepare only the dev stage's inputs); `prompt` is the
+    prompt when the caller fetched it (a Prompt Registry version, `prompt.uri`), else `prompt.path` is read.
     """
     t0 = time.perf_counter()
     staged = cfg.stages.enabled if staged is None else staged
@@ -125,7 +126,11 @@ def prepare(cfg: RunConfig, *, staged: bool | None = None) -> list[Stage]:
         raise InputError("config", f"dev gate {cfg.stages.dev_gate!r}: {why}", field="stages.dev_gate")
     eval_set, loaded = load_eval_set(cfg.eval_set.files, name=cfg.eval_set.name)
     check_applicable(scorers, eval_set)
-    prompt = load_prompt(cfg.prompt.path, cfg.prompt.version)
+    if prompt is None:
+        if cfg.prompt.path is None:
+            raise InputError("config", "a Prompt Registry prompt is fetched from a tracking store, which this command "
+                             "does not open: run it with `ragtrack run`", field="prompt.uri")
+        prompt = load_prompt(cfg.prompt.path, cfg.prompt.label)
     spec = _index_spec(cfg)
     if generator.uses_index:
         if spec is None and not generator.index_optional:
@@ -171,6 +176,7 @@ def execute_stage(stage: Stage) -> RunResult:
         prompt_version=stage.prompt.version,
         prompt_sha256=stage.prompt.sha256,
         prompt_path=stage.prompt.path,
+        prompt_uri=stage.prompt.uri,
         eval_set_name=stage.eval_set.name,
         eval_set_version=stage.eval_set.version,
         eval_files=stage.eval_set.files,

@@ -195,8 +195,8 @@ class _Parent:
             error.add_note(f"run {self.run_id} (the sweep) ended {status}")  # the console line says what became of it
 
     def _summarize(self, jobs: Sequence[SweepJob]) -> None:
-        from ragtrack.tracking.remote import is_http
         from ragtrack.tracking.sweep_summary import compare_link, log_sweep_summary
+        from ragtrack.tracking.ui_links import served_where
 
         assert self.uri is not None and self.run_id is not None
         summary = log_sweep_summary(self.uri, self.run_id, jobs, self.settings, self.scorers)
@@ -204,5 +204,4 @@ class _Parent:
         log.info("sweep summary: %s, %s bootstrap interval (sweep_summary.md in run %s)", summary.metric, pct, self.run_id)
         for line in summary_lines(summary):
             log.info("  %s", line)
-        where = "" if is_http(self.uri) else " (after `make ui`, or `mlflow ui` on this store)"
-        log.info("compare the jobs side by side%s: %s", where, compare_link(self.uri, self.run_id, summary))
+        log.info("compare the jobs side by side%s: %s", served_where(self.uri), compare_link(self.uri, self.run_id, summary))

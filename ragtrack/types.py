@@ -290,6 +290,7 @@ class RunManifest(_Frozen):
     prompt_version: str
     prompt_sha256: str
     prompt_path: str
+    prompt_uri: str | None = None  # the Prompt Registry version the prompt was fetched from (`prompts:/name/3`)
     eval_set_name: str
     eval_set_version: str
     eval_files: list[EvalFile]

@@ -81,6 +81,14 @@ def test_terminal_table_names_every_metric_and_the_verdict(store, capsys):
     assert "worse" in row and "refusal_citation/over_refusal ↓" in out
 
 
+def test_the_terminal_ends_with_the_ui_link_comparing_the_two_runs_case_by_case(store, capsys):
+    _, uri, ids = store
+    _, out, _ = _compare(capsys, uri, ids["a"], ids["planted"])
+    link = out.strip().splitlines()[-1].split(": ", 1)[1]
+    assert link.startswith("http://127.0.0.1:5000/#/experiments/")
+    assert link.endswith(f"/runs/{ids['planted']}/evaluations?compareToRunUuid={ids['a']}")
+
+
 @pytest.fixture(scope="module")
 def written(demo_store, tmp_path_factory):
     """`compare a planted --log --out DIR` once (rendering the PNG is the slow part); the output directory."""

@@ -21,6 +21,7 @@ from tests.conftest import sweep_overrides
 ROOT = Path(CONF_DIR).parent
 RAGTRACK = [sys.executable, "-m", "ragtrack.cli"]
 GROUPS = sorted(p.name for p in Path(CONF_DIR).iterdir() if p.is_dir() and p.name != "hydra")
+REQUIRED = {"generator=callable": "generator.params.target=m:f", "prompt=registry": "prompt.uri=prompts:/p/1"}  # `???` keys
 
 
 def _options(group: str) -> list[str]:
@@ -28,7 +29,8 @@ def _options(group: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "override", [f"{g}={o}" for g in GROUPS for o in _options(g)] + ["generator=callable generator.params.target=m:f"]
+    "override", [f"{g}={o}" for g in GROUPS for o in _options(g) if f"{g}={o}" not in REQUIRED]
+    + [f"{choice} {rest}" for choice, rest in REQUIRED.items()]
 )
 def test_every_config_option_composes_and_validates(override):
     from omegaconf import OmegaConf

@@ -15,8 +15,10 @@ without a Prompt Registry costs one warning line and nothing else.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
+from pathlib import Path
 
 from mlflow.entities import RunTag
 from mlflow.entities.model_registry import PromptVersion
@@ -26,10 +28,15 @@ from mlflow.tracing.constant import TraceTagKey
 from mlflow.tracing.utils.prompt import update_linked_prompts_tag
 from mlflow.tracking import MlflowClient
 
+from ragtrack.cachedir import cache_root
+from ragtrack.config import PROMPT_URI
+from ragtrack.errors import InputError, disk_full
+from ragtrack.hashing import sha256_bytes
+from ragtrack.prompts import Prompt, prompt_of
 from ragtrack.redact import redact_text
 from ragtrack.tracking.entities import find_or_create, optional
 
-__all__ = ["PROMPT_SHA_TAG", "link_prompt", "prompt_name"]
+__all__ = ["PROMPT_SHA_TAG", "fetch_prompt", "link_prompt", "prompt_name"]
 
 log = logging.getLogger("ragtrack")
 
@@ -83,17 +90,54 @@ def _show_in(client: MlflowClient, name: str, experiment_id: str) -> None:
 
 
 def link_prompt(client: MlflowClient, run_id: str, experiment: str, experiment_id: str, template: str, sha256: str,
-                label: str) -> str | None:
-    """Register (or find) the version of `template`, show the prompt in the experiment and link `run_id` to the
-    version; its `prompts:/` URI, or None."""
-    name = prompt_name(experiment)
+                label: str, registered: str | None = None) -> str | None:
+    """Register (or find) the version of `template`, or use the `registered` one it was fetched from, show the
+    prompt in the experiment and link `run_id` to the version; its `prompts:/` URI, or None."""
     with optional("prompt not registered in MLflow's Prompt Registry"):
-        version = find_or_create(client.tracking_uri, lambda: _same_content(client, name, sha256),
-                                 lambda: _register(client, name, template, sha256, redact_text(label)),
-                                 key=lambda v: str(v.version),
-                                 delete=lambda v: client.delete_prompt_version(name, str(v.version)))
+        if registered is not None:
+            m = PROMPT_URI.fullmatch(registered)
+            assert m is not None and m["version"]  # a fetched prompt's resolved URI
+            name, version = m["name"], client.get_prompt_version(m["name"], m["version"])
+        else:
+            name = prompt_name(experiment)
+            version = find_or_create(client.tracking_uri, lambda: _same_content(client, name, sha256),
+                                     lambda: _register(client, name, template, sha256, redact_text(label)),
+                                     key=lambda v: str(v.version),
+                                     delete=lambda v: client.delete_prompt_version(name, str(v.version)))
         _show_in(client, name, experiment_id)
         linked = update_linked_prompts_tag(client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS), [version])
         client.log_batch(run_id, tags=[RunTag(TraceTagKey.LINKED_PROMPTS, linked)], synchronous=True)
         return version.uri
     return None
+
+
+def fetch_prompt(client: MlflowClient, uri: str, label: str) -> Prompt:
+    """The Prompt Registry version `uri` names (an alias resolved to its number), kept as a file in ragtrack's cache
+    so that the run reads, hashes and archives it as it does a prompt file."""
+    m = PROMPT_URI.fullmatch(uri)
+    if m is None:
+        raise InputError("config", f"{uri!r} is not a prompt URI: prompts:/NAME/VERSION or prompts:/NAME@ALIAS",
+                         field="prompt.uri")
+    try:
+        found = (client.get_prompt_version(m["name"], m["version"]) if m["version"]
+                 else client.get_prompt_version_by_alias(m["name"], m["alias"]))
+    except MlflowException as e:
+        if disk_full(e, Path.cwd(), None) is not None:
+            raise
+        found, why = None, str(e).splitlines()[0] if str(e) else type(e).__name__
+    else:
+        why = "no such prompt version"
+    if found is None:
+        raise InputError(uri, f"not found in the Prompt Registry of {redact_text(client.tracking_uri)} ({why})",
+                         field="prompt.uri")
+    if not isinstance(found.template, str):
+        raise InputError(uri, "a chat prompt (a list of messages); ragtrack's prompts are text templates with "
+                         "{{question}} and {{context}}", field="prompt.uri")
+    data = found.template.encode("utf-8")
+    path = cache_root("prompts") / sha256_bytes(data) / f"{_NOT_IN_NAME.sub('-', m['name'])}-v{found.version}.md"
+    if not (path.is_file() and path.read_bytes() == data):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f".{path.name}.{os.getpid()}")
+        part.write_bytes(data)
+        os.replace(part, path)
+    return prompt_of(data, str(path), label, uri=f"prompts:/{m['name']}/{found.version}")

@@ -105,7 +105,7 @@ def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
         "adapter": cfg.adapter.name,
         "adapter_id": cfg.adapter.id,
         "index": cfg.index.name,
-        "prompt_version": cfg.prompt.version,
+        "prompt_version": cfg.prompt.label,
         "eval_set": cfg.eval_set.name,
         "generator": cfg.generator.name,
         "config_sha256": cfg.sha256,
@@ -236,7 +236,7 @@ class MlflowSink:
         self.cfg = cfg
         self.paths_shown_as = dict(paths_shown_as or {})
         # the hash of the config as logged (= cfg.sha256 unless some paths are shown as other names)
-        self.config_sha256 = sha256_json(self._shown(cfg.model_dump(mode="json", exclude={"tracking"})))
+        self.config_sha256 = sha256_json(self._shown(cfg.hashed()))
         self.uri = uri
         self.client = connect(uri)
         self.placement: Placement = place_run(self.client, uri, cfg.tracking.experiment, parent_run_id)
@@ -272,7 +272,7 @@ class MlflowSink:
     def run_name(self, stage: str) -> str:
         """`<adapter>-<prompt>[-<built index>]` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""
         cfg = self.cfg
-        base = cfg.tracking.run_name or "-".join([cfg.adapter.name, cfg.prompt.version] + ([cfg.index.name] if cfg.index.built else []))
+        base = cfg.tracking.run_name or "-".join([cfg.adapter.name, cfg.prompt.label] + ([cfg.index.name] if cfg.index.built else []))
         if stage == "staged":
             name = f"{base} (staged)"
         else:
@@ -377,7 +377,7 @@ class MlflowSink:
         except (OSError, UnicodeDecodeError):  # validated when the run was prepared; gone since: not registered
             return None
         return link_prompt(self.client, run_id, self.placement.experiment_name, self.placement.experiment_id, template,
-                           m.prompt_sha256, m.prompt_version)
+                           m.prompt_sha256, m.prompt_version, registered=m.prompt_uri)
 
     def _traces_wanted(self, result: RunResult) -> bool:
         limit = self.cfg.tracking.traces_max_cases

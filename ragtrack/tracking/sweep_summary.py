@@ -13,7 +13,6 @@ chart as one more bar), and the tags `ragtrack.headline_metric`, `ragtrack.sweep
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -41,14 +40,14 @@ from ragtrack.summary import (
 from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.search import all_runs
 from ragtrack.tracking.session import connect
+from ragtrack.tracking.ui_links import compare_runs_link
 
-__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "TIED_RUNS_TAG", "UI", "VERDICT_TAG", "compare_link", "log_sweep_summary"]
+__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "TIED_RUNS_TAG", "VERDICT_TAG", "compare_link", "log_sweep_summary"]
 
 BEST_RUN_TAG = "ragtrack.best_run_id"  # only when that job beats every other significantly
 VERDICT_TAG = "ragtrack.sweep_verdict"  # best | tied | none
 TIED_RUNS_TAG = "ragtrack.tied_run_ids"  # the top job and those it does not beat, comma-separated
 MAX_TAG = 8000
-UI = "http://127.0.0.1:5000"  # where `make ui` serves a local store
 SWEEP_JOB_TAG = "ragtrack.sweep_job"  # a sweep child's job number (set by the Hydra task)
 
 
@@ -140,14 +139,6 @@ def _log_best(client: MlflowClient, parent_run_id: str, summary: SweepSummary) -
 
 
 def compare_link(uri: str, parent_run_id: str, summary: SweepSummary) -> str:
-    """The MLflow UI page comparing the sweep's finished jobs side by side (the UI's compare-runs route, which takes
-    the runs by id, so it works whatever else the experiment holds)."""
-    from urllib.parse import quote
-
-    from ragtrack.tracking.remote import is_http
-
+    """The MLflow UI page comparing the sweep's finished jobs side by side (`ui_links.compare_runs_link`)."""
     experiment_id = connect(uri).get_run(parent_run_id).info.experiment_id
-    ids = [r.run_id for r in summary.rows if r.status == "FINISHED" and r.run_id]
-    base = uri.rstrip("/") if is_http(uri) else UI
-    runs, experiments = (quote(json.dumps(v, separators=(",", ":"))) for v in (ids, [experiment_id]))
-    return f"{base}/#/compare-runs?runs={runs}&experiments={experiments}"
+    return compare_runs_link(uri, experiment_id, [r.run_id for r in summary.rows if r.status == "FINISHED" and r.run_id])

@@ -122,7 +122,8 @@ def test_the_compare_link_opens_the_finished_jobs_side_by_side(failing_sweep):
     from urllib.parse import unquote
 
     from ragtrack.summary import SweepJob, summarize
-    from ragtrack.tracking.sweep_summary import UI, compare_link
+    from ragtrack.tracking.sweep_summary import compare_link
+    from ragtrack.tracking.ui_links import UI
 
     uri, parent, children, *_ = failing_sweep
     jobs = [SweepJob(index=i, overrides=[f"x={i}"], status=r.info.status, run_id=r.info.run_id) for i, r in enumerate(children)]
