@@ -36,9 +36,18 @@ def test_scorer_error_is_the_rationale_of_its_assessments(traces):
     assert score.value == 0.0 and score.rationale.startswith("not JSON")
 
 
-def test_columns_a_scorer_skipped_are_no_assessments(traces):
+def test_a_scorer_that_does_not_apply_to_a_case_says_why_in_every_column(traces):
     by_id, _ = traces
-    assert not [a for a in by_id["u1"].assessments if a.name.startswith("eval_json_v2/")]
+    skipped = [a for a in by_id["u1"].assessments if a.name.startswith("eval_json_v2/")]
+    assert skipped and {(a.value, a.rationale) for a in skipped} == {
+        (None, "not scored: eval_json_v2 scores question_v2 cases (with `expected`), and this case has none")}
+
+
+def test_an_empty_text_column_is_no_assessment(traces):
+    by_id, result = traces
+    (out,) = [o for o in result.outputs if o.info.name == "refusal_citation"]
+    assert next(cs for cs in out.cases if cs.case_id == "a2").values["refusal_citation/citations"] == ""
+    assert "refusal_citation/citations" not in {a.name for a in by_id["a2"].assessments}
 
 
 def test_source_names_the_scorer_and_its_version(traces):

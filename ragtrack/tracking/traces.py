@@ -152,11 +152,12 @@ def log_case_traces(uri: str, experiment_id: str, run_id: str, cases: Sequence[C
     """Write one trace per case, linked to `run_id` (and to the version `model_id`), synchronously; returns what was
     written.
 
-    Request times step by 1 ms in case order, so the UI lists cases in eval-set order.
+    Request times step back 1 ms per case in case order: the UI lists the newest trace first, so it shows the cases
+    in eval-set order.
     """
     client = TracingClient(uri)
     now_ms = int(time.time() * 1000)
-    built = [_entities(case, experiment_id, run_id, now_ms + i, model_id) for i, case in enumerate(cases)]
+    built = [_entities(case, experiment_id, run_id, now_ms + len(cases) - 1 - i, model_id) for i, case in enumerate(cases)]
     infos = [info for info, _ in built]
     if is_http(uri):  # one HTTP request per trace: several in flight hide the round trips
         with ThreadPoolExecutor(REMOTE_WORKERS, thread_name_prefix="ragtrack-traces") as pool:
