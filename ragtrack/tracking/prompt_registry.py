@@ -42,6 +42,7 @@ log = logging.getLogger("ragtrack")
 
 PROMPT_SHA_TAG = "ragtrack.prompt_sha256"
 _MLFLOW_LINK_THREAD = "link_prompt_to_experiment_thread"  # MlflowClient._link_prompt_to_experiment's thread name
+_DEFAULT_EXPERIMENT = "0"  # the experiment MLflow's fluent API falls back to
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -67,7 +68,11 @@ def _same_content(client: MlflowClient, name: str, sha256: str) -> list[PromptVe
 
 
 def _register(client: MlflowClient, name: str, template: str, sha256: str, label: str) -> PromptVersion:
-    """A new version; when another job created the prompt itself a moment earlier, the call is made once more."""
+    """A new version; when another job created the prompt itself a moment earlier, the call is made once more.
+
+    MLflow's `register_prompt` also lists the prompt in the process's active experiment, in a thread; ragtrack sets
+    none, so that is the Default experiment ("0"): that entry is taken out again unless the prompt had it before."""
+    before = _experiment_ids(client, name)
     tags = {PROMPT_SHA_TAG: sha256, "ragtrack.prompt_version": label}
     try:
         version = client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
@@ -75,18 +80,33 @@ def _register(client: MlflowClient, name: str, template: str, sha256: str, label
         if "already exists" not in str(e):
             raise
         version = client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
-    for thread in threading.enumerate():  # MLflow tags the prompt with its active experiment in a thread: let it finish
-        if thread.name.startswith(_MLFLOW_LINK_THREAD):  # first, or its write could drop the experiment `_show_in` adds
+    for thread in threading.enumerate():  # let MLflow's tagging thread finish first, or its write could drop the
+        if thread.name.startswith(_MLFLOW_LINK_THREAD):  # experiment `_show_in` adds
             thread.join(timeout=30)
+    after = _experiment_ids(client, name)
+    if _DEFAULT_EXPERIMENT in after and _DEFAULT_EXPERIMENT not in before:
+        _set_experiment_ids(client, name, [i for i in after if i != _DEFAULT_EXPERIMENT])
     return version
 
 
+def _experiment_ids(client: MlflowClient, name: str) -> list[str]:
+    """The experiments whose Prompts page lists the prompt (MLflow's tag `,1,4,`); none for a missing prompt."""
+    try:
+        prompt = client.get_prompt(name)
+    except MlflowException:
+        return []
+    return [i for i in ((prompt.tags if prompt else None) or {}).get(PROMPT_EXPERIMENT_IDS_TAG_KEY, "").split(",") if i]
+
+
+def _set_experiment_ids(client: MlflowClient, name: str, ids: list[str]) -> None:
+    client.set_prompt_tag(name, PROMPT_EXPERIMENT_IDS_TAG_KEY, f",{','.join(ids)}," if ids else "")
+
+
 def _show_in(client: MlflowClient, name: str, experiment_id: str) -> None:
-    """List the prompt on the experiment's Prompts page: MLflow's tag of experiment ids (`,1,4,`), as its fluent API
-    writes it for the active experiment."""
-    ids = [i for i in (client.get_prompt(name).tags or {}).get(PROMPT_EXPERIMENT_IDS_TAG_KEY, "").split(",") if i]
+    """List the prompt on the experiment's Prompts page, as MLflow's fluent API does for the active experiment."""
+    ids = _experiment_ids(client, name)
     if experiment_id not in ids:
-        client.set_prompt_tag(name, PROMPT_EXPERIMENT_IDS_TAG_KEY, f",{','.join([*ids, experiment_id])},")
+        _set_experiment_ids(client, name, [*ids, experiment_id])
 
 
 def link_prompt(client: MlflowClient, run_id: str, experiment: str, experiment_id: str, template: str, sha256: str,

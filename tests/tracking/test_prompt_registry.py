@@ -70,3 +70,10 @@ def test_the_prompt_is_listed_on_the_experiments_prompts_page(store):
     client, exp = store
     _link(client, exp, "Answer {{question}}", "s1")
     assert exp in client.get_prompt("prompted-prompt").tags["_mlflow_experiment_ids"].split(",")
+
+
+def test_the_prompt_is_listed_on_its_experiment_only(store):
+    client, exp = store
+    _link(client, exp, "Answer {{question}}", "s1")
+    _link(client, exp, "Answer briefly: {{question}}", "s2", "v2")
+    assert client.get_prompt("prompted-prompt").tags["_mlflow_experiment_ids"] == f",{exp},"
