@@ -179,6 +179,24 @@ def test_every_simultaneous_run_has_its_artifacts(simultaneous):
     assert _missing_artifacts(simultaneous) == {}
 
 
+def test_simultaneous_processes_make_one_version_per_configuration(simultaneous):
+    client = MlflowClient(simultaneous.uri)
+    models = client.search_logged_models([client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    combos = [(m.params["adapter_id"], m.params["prompt_version"]) for m in models]
+    assert (len(combos), len(set(combos))) == (len(COMBOS), len(COMBOS))
+
+
+def test_simultaneous_processes_register_each_prompt_content_once(simultaneous):
+    versions = MlflowClient(simultaneous.uri).search_prompt_versions(f"{EXPERIMENT}-prompt")
+    assert sorted(v.tags["ragtrack.prompt_version"] for v in versions) == ["v1", "v2"]
+
+
+def test_simultaneous_processes_create_one_evaluation_dataset(simultaneous):
+    client = MlflowClient(simultaneous.uri)
+    datasets = client.search_datasets(experiment_ids=[client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    assert len(datasets) == 1
+
+
 def test_simultaneous_processes_leave_no_half_migrated_table(simultaneous):
     assert _alembic_tmp_tables(simultaneous.db) == []
 
