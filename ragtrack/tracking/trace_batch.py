@@ -16,14 +16,16 @@ public API, one call per trace.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from mlflow.entities import TraceInfo
+from mlflow.entities import Assessment, TraceInfo
 
-__all__ = ["start_traces"]
+__all__ = ["assessment_row", "start_traces"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,7 @@ def _internals() -> SimpleNamespace | None:
         from mlflow.store.tracking import sqlalchemy_store
         from mlflow.store.tracking.dbmodels import models as sql_models
         from mlflow.store.tracking.utils import sql_trace_rollups, trace_analytics
+        from mlflow.tracing import utils as tracing_utils
         from mlflow.tracing.constant import TraceMetadataKey, TraceTagKey
 
         return SimpleNamespace(
@@ -49,6 +52,8 @@ def _internals() -> SimpleNamespace | None:
             PROMOTED_TRACE_METADATA_KEYS=trace_analytics.PROMOTED_TRACE_METADATA_KEYS,
             analytics_columns_from_metadata=trace_analytics.analytics_columns_from_metadata,
             validate_trace_name=trace_analytics.validate_trace_name,
+            assessment_aggregate=trace_analytics.assessment_aggregate,
+            generate_assessment_id=tracing_utils.generate_assessment_id,
             TRACE_NAME=TraceTagKey.TRACE_NAME,
             TRACE_INFO_FINALIZED=TraceMetadataKey.TRACE_INFO_FINALIZED,
         )
@@ -74,37 +79,42 @@ def start_traces(store: object, infos: Sequence[TraceInfo]) -> bool:
             [(family, int(experiment_id), [i.request_time for i in infos])
              for family in (m.RollupFamily.TRACE_METRIC, m.RollupFamily.ASSESSMENT)],
         )
-        rows = [_row(m, store, experiment, info) for info in infos]
-        _insert(session, rows)  # parents first: the children's foreign keys name them
-        _insert(session, [child for r in rows for child in r.tags])
-        _insert(session, [child for r in rows for child in r.request_metadata])
-        _insert(session, [child for r in rows for child in r.assessments])
+        now = int(time.time() * 1000)
+        rows: dict[Any, list[dict[str, Any]]] = {m.SqlTraceInfo: [], m.SqlTraceTag: [], m.SqlTraceMetadata: [],
+                                                 m.SqlAssessments: []}
+        for info in infos:
+            _rows(m, store, experiment, info, now, rows)
+        for model, table_rows in rows.items():  # parents first: the children's foreign keys name them
+            _insert(session, model, table_rows)
     return True
 
 
-def _insert(session: Any, objects: Sequence[Any]) -> None:
-    """INSERT the ORM `objects` (one mapped class) with Core's executemany: the column values they were given, the
-    columns' defaults for the rest, as the ORM's flush would, without its per-object unit of work."""
-    from sqlalchemy import insert, inspect
+def _insert(session: Any, model: Any, rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT `rows` into `model`'s table with Core's executemany (rows with the same columns together); the columns a
+    row leaves out get their defaults, as the ORM's flush would give them, without its per-object unit of work."""
+    from sqlalchemy import insert
 
-    if not objects:
-        return
-    mapper = inspect(type(objects[0]))
-    columns = [(a.key, a.columns[0].key) for a in mapper.column_attrs]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for obj in objects:
-        given = inspect(obj).dict
-        row = {column: given[key] for key, column in columns if key in given}
+    for row in rows:
         groups.setdefault(tuple(row), []).append(row)
-    for rows in groups.values():
-        session.execute(insert(mapper.local_table), rows)
+    for same in groups.values():
+        session.execute(insert(model.__table__), same)
 
 
-def _row(m: SimpleNamespace, store: Any, experiment: Any, info: TraceInfo) -> Any:
-    """The `SqlTraceInfo` (with its tags, metadata and assessments) `start_trace` would write for `info`."""
+def _given(obj: Any) -> dict[str, Any]:
+    """The column values an ORM object was given, by column name."""
+    from sqlalchemy import inspect
+
+    given = inspect(obj).dict
+    return {a.columns[0].key: given[a.key] for a in inspect(type(obj)).column_attrs if a.key in given}
+
+
+def _rows(m: SimpleNamespace, store: Any, experiment: Any, info: TraceInfo, now: int,
+          rows: dict[Any, list[dict[str, Any]]]) -> None:
+    """Add to `rows` the trace info, tags, metadata and assessments `start_trace` would write for `info`."""
     trace_id = info.trace_id
     metadata = dict(info.trace_metadata.items())
-    row = m.SqlTraceInfo(
+    rows[m.SqlTraceInfo].append(_given(m.SqlTraceInfo(
         request_id=trace_id,
         experiment_id=info.experiment_id,
         timestamp_ms=info.request_time,
@@ -115,18 +125,42 @@ def _row(m: SimpleNamespace, store: Any, experiment: Any, info: TraceInfo) -> An
         response_preview=info.response_preview,
         trace_name=m.validate_trace_name(info.tags.get(m.TRACE_NAME)),
         **m.analytics_columns_from_metadata(metadata),
-    )
-    row.tags = [m.SqlTraceTag(request_id=trace_id, key=k, value=v)
-                for k, v in info.tags.items() if k != m.TRACE_NAME]
-    row.tags.append(store._get_trace_artifact_location_tag(experiment, trace_id))
+    )))
+    rows[m.SqlTraceTag] += [{"request_id": trace_id, "key": k, "value": v}
+                            for k, v in info.tags.items() if k != m.TRACE_NAME]
+    rows[m.SqlTraceTag].append(_given(store._get_trace_artifact_location_tag(experiment, trace_id)))
     for key in m.PROMOTED_TRACE_METADATA_KEYS:
         metadata.pop(key, None)
     metadata[m.TRACE_INFO_FINALIZED] = "true"
-    row.request_metadata = [m.SqlTraceMetadata(request_id=trace_id, key=k, value=v) for k, v in sorted(metadata.items())]
-    assessments = []
-    for a in info.assessments:
-        sql = m.SqlAssessments.from_mlflow_entity(a)
-        sql.trace_id, sql.experiment_id, sql.trace_timestamp_ms = trace_id, int(info.experiment_id), info.request_time
-        assessments.append(sql)
-    row.assessments = assessments
-    return row
+    rows[m.SqlTraceMetadata] += [{"request_id": trace_id, "key": k, "value": v} for k, v in sorted(metadata.items())]
+    denormalized = {"trace_id": trace_id, "experiment_id": int(info.experiment_id), "trace_timestamp_ms": info.request_time}
+    rows[m.SqlAssessments] += [{**assessment_row(m, a, now), **denormalized} for a in info.assessments]
+
+
+def assessment_row(m: SimpleNamespace, a: Assessment, now: int) -> dict[str, Any]:
+    """The `assessments` row of `a`: `SqlAssessments.from_mlflow_entity`'s columns, built without the ORM for
+    feedback (18,000 ORM objects cost a 1,000-case run 1.3 s of CPU), through it for other kinds."""
+    if a.feedback is None:
+        return _given(m.SqlAssessments.from_mlflow_entity(a))
+    value = a.feedback.value
+    aggregate_value, is_numeric_value = m.assessment_aggregate(value)
+    return {
+        "assessment_id": a.assessment_id or m.generate_assessment_id(),
+        "trace_id": a.trace_id,
+        "name": a.name,
+        "assessment_type": "feedback",
+        "value": json.dumps(value),
+        "error": json.dumps(a.feedback.error.to_dictionary()) if a.feedback.error else None,
+        "created_timestamp": a.create_time_ms or now,
+        "last_updated_timestamp": a.last_update_time_ms or now,
+        "source_type": a.source.source_type,
+        "source_id": a.source.source_id,
+        "run_id": a.run_id,
+        "span_id": a.span_id,
+        "rationale": a.rationale,
+        "overrides": a.overrides,
+        "valid": True,
+        "assessment_metadata": json.dumps(a.metadata) if a.metadata else None,
+        "aggregate_value": aggregate_value,
+        "is_numeric_value": is_numeric_value,
+    }

@@ -9,7 +9,7 @@ from mlflow.tracing.client import TracingClient
 from mlflow.tracking import MlflowClient
 
 from ragtrack.case_traces import CaseAssessment, CaseTrace
-from ragtrack.tracking.trace_batch import start_traces
+from ragtrack.tracking.trace_batch import assessment_row, start_traces
 from ragtrack.tracking.traces import _entities
 from ragtrack.types import ContextChunk
 from tests.conftest import clone_store
@@ -70,6 +70,20 @@ def test_batched_traces_write_the_same_rows_in_every_trace_table(store):
             per_experiment = dict(con.execute(f"SELECT t.experiment_id, count(*) FROM {table} x "
                                               f"JOIN trace_info t ON t.request_id = x.{key} GROUP BY t.experiment_id"))
             assert (len(per_experiment), len(set(per_experiment.values()))) == (2, 1), (table, per_experiment)
+
+
+@pytest.mark.parametrize("value", [0.25, 1, True, "HALLUCINATION", None, 3.0e-7, "退款"])
+def test_an_assessment_row_is_the_one_mlflows_orm_builds(value):
+    from mlflow.entities import AssessmentSource, Feedback
+    from mlflow.store.tracking.dbmodels.models import SqlAssessments
+
+    from ragtrack.tracking.trace_batch import _given, _internals
+
+    feedback = Feedback(name="s/x", value=value, rationale="why", source=AssessmentSource(source_type="CODE", source_id="s@1"),
+                        trace_id="tr-1", span_id="ab", metadata={"mlflow.assessment.sourceRunId": "r"},
+                        create_time_ms=5, last_update_time_ms=6)
+    feedback.assessment_id = "a-1"
+    assert assessment_row(_internals(), feedback, now=7) == _given(SqlAssessments.from_mlflow_entity(feedback))
 
 
 def test_a_store_it_cannot_batch_writes_nothing_and_says_so(store):
