@@ -37,7 +37,7 @@ def test_two_concurrent_builds_of_one_index_build_it_once(tmp_path):
 
 def test_a_bad_chunker_value_is_one_line_naming_the_key(tmp_path):
     rc, _, err = _run(tmp_path, "index", "build", "index=small_chunks", "index.chunker.overlap=500")
-    assert rc == 2 and "index.chunker: Value error, overlap (500) must be smaller than size (160)" in err and "Traceback" not in err
+    assert rc == 2 and "config: index.chunker: overlap (500) must be smaller than size (160)" in err and "Traceback" not in err
 
 
 def test_an_empty_corpus_folder_is_one_line_naming_the_folder(tmp_path):
