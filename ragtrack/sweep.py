@@ -58,6 +58,17 @@ def raw_overrides(overrides: Any) -> list[str]:
     return [str(o) for o in items]
 
 
+def oversubscribed(config: DictConfig) -> str | None:
+    """The warning for a launcher asked for more parallel workers (`hydra.launcher.n_jobs`) than the cores this
+    process may use, or None."""
+    workers = OmegaConf.select(config, "hydra.launcher.n_jobs", default=None)
+    cores = len(os.sched_getaffinity(0))
+    if not isinstance(workers, int) or workers <= cores:
+        return None
+    return (f"hydra.launcher.n_jobs={workers} asks for more workers than the {cores} cores here: the jobs share them "
+            f"(each also imports MLflow and opens the store), so the sweep is no faster than with n_jobs={cores}")
+
+
 def _one_line(error: BaseException) -> str:
     error = disk_full(error, Path.cwd(), None) or error
     text = str(error).strip().splitlines()
@@ -95,6 +106,8 @@ class TrackedSweeper(Sweeper):
         batches = BasicSweeper.split_arguments(parser.parse_overrides(grid), self.max_batch_size)
         for batch in batches:  # every job's config composes before anything is tracked
             self.validate_batch_is_legal(batch)
+        if warning := oversubscribed(self.config):
+            log.warning("%s", warning)
         sweep_overrides = " ".join(redact_overrides(raw_overrides(self.config.hydra.overrides.task)))
         try:
             parent = _Parent.start(self.config, sweep_overrides)

@@ -151,3 +151,28 @@ def test_sweep_to_a_tracking_server_that_does_not_answer_is_one_line():
     proc = run(["run", "-m", "adapter=base,lora_a"], MLFLOW_TRACKING_URI=f"http://127.0.0.1:{free_port()}")
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "the tracking server does not answer" in lines[0], proc.stderr
+
+
+# ------------------------------------------------------------------ workers and cores
+
+
+def _launcher(n_jobs: object):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({"hydra": {"launcher": {"n_jobs": n_jobs}}})
+
+
+def test_more_workers_than_cores_is_said():
+    import os
+
+    from ragtrack.sweep import oversubscribed
+
+    cores = len(os.sched_getaffinity(0))
+    assert f"n_jobs={cores + 1} asks for more workers than the {cores} cores here" in oversubscribed(_launcher(cores + 1))
+
+
+@pytest.mark.parametrize("n_jobs", [1, -1, None])
+def test_workers_within_the_cores_are_not_a_warning(n_jobs):
+    from ragtrack.sweep import oversubscribed
+
+    assert oversubscribed(_launcher(n_jobs)) is None
