@@ -16,7 +16,7 @@ from typing import Any
 
 from ragtrack.errors import InputError
 
-__all__ = ["iter_jsonl", "loads"]
+__all__ = ["StrictDecoder", "iter_jsonl", "loads"]
 
 
 class _NonFinite:
@@ -56,36 +56,45 @@ def _field(path: list[str | int]) -> str | None:
     return out or None
 
 
-def loads(text: str, file: str, where: str | None = None, *, items: bool = False) -> Any:
-    """`json.loads`, strictly; errors name `file`, `where` (or the line and column) and the field.
+class StrictDecoder:
+    """`json.loads`, strictly, with one decoder for many documents (a JSONL file's lines): errors name the file,
+    `where` (or the line and column) and the field; a non-finite number (NaN, Infinity, 1e999) is an error."""
 
-    With `items=True` the text is a JSON array of items, and a non-finite number inside
-    item `i` is placed at `item i` with its field path inside the item.
-    """
-    found: list[_NonFinite] = []
+    def __init__(self) -> None:
+        self._found: list[_NonFinite] = []
+        self._decoder = json.JSONDecoder(parse_constant=self._constant, parse_float=self._number)
 
-    def constant(name: str) -> _NonFinite:
-        found.append(_NonFinite(name))
-        return found[-1]
+    def _constant(self, name: str) -> _NonFinite:
+        self._found.append(_NonFinite(name))
+        return self._found[-1]
 
-    def number(s: str) -> float | _NonFinite:
+    def _number(self, s: str) -> float | _NonFinite:
         value = float(s)
-        return value if math.isfinite(value) else constant(s)
+        return value if math.isfinite(value) else self._constant(s)
 
-    try:
-        obj = json.loads(text, parse_constant=constant, parse_float=number)
-    except json.JSONDecodeError as e:
-        raise InputError(file, f"not valid JSON: {e.msg}", where=where or f"line {e.lineno} column {e.colno}") from None
-    except RecursionError:
-        raise InputError(file, "not valid JSON: nested too deeply", where=where) from None
-    if found:
-        located = _locate(obj)
-        assert located is not None
-        path, bad = located
-        if items and path and isinstance(path[0], int):
-            where, path = f"item {path[0]}", path[1:]
-        raise InputError(file, bad.problem, where=where, field=_field(path))
-    return obj
+    def loads(self, text: str, file: str, where: str | None = None, *, items: bool = False) -> Any:
+        """The document in `text`. With `items=True` it is a JSON array of items, and a non-finite number inside
+        item `i` is placed at `item i` with its field path inside the item."""
+        self._found.clear()
+        try:
+            obj = self._decoder.decode(text)
+        except json.JSONDecodeError as e:
+            raise InputError(file, f"not valid JSON: {e.msg}", where=where or f"line {e.lineno} column {e.colno}") from None
+        except RecursionError:
+            raise InputError(file, "not valid JSON: nested too deeply", where=where) from None
+        if self._found:
+            located = _locate(obj)
+            assert located is not None
+            path, bad = located
+            if items and path and isinstance(path[0], int):
+                where, path = f"item {path[0]}", path[1:]
+            raise InputError(file, bad.problem, where=where, field=_field(path))
+        return obj
+
+
+def loads(text: str, file: str, where: str | None = None, *, items: bool = False) -> Any:
+    """One document, as `StrictDecoder.loads`."""
+    return StrictDecoder().loads(text, file, where, items=items)
 
 
 def iter_jsonl(lines: Iterable[bytes], file: str) -> Iterator[tuple[int, bytes, Any]]:
@@ -96,6 +105,7 @@ def iter_jsonl(lines: Iterable[bytes], file: str) -> Iterator[tuple[int, bytes, 
     strings, are text. A byte-order mark is tolerated at the start of the first line.
     """
     offset = 0
+    decoder = StrictDecoder()
     for lineno, raw in enumerate(lines, 1):
         line = raw[len(codecs.BOM_UTF8) :] if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else raw
         try:
@@ -105,4 +115,4 @@ def iter_jsonl(lines: Iterable[bytes], file: str) -> Iterator[tuple[int, bytes, 
             raise InputError(file, f"not UTF-8 text (byte {byte})", where=f"line {lineno}") from None
         offset += len(raw)
         if text.strip():
-            yield lineno, raw, loads(text, file, f"line {lineno}")
+            yield lineno, raw, decoder.loads(text, file, f"line {lineno}")

@@ -8,11 +8,12 @@ gets logged: name, version and every parameter, defaults included.
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import inspect
 import sys
 from abc import ABC
-from collections.abc import Callable
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -136,11 +137,12 @@ C = TypeVar("C", bound=Component)
 
 
 class Registry(Generic[C]):
-    """Component classes by name; `load_builtin` imports the modules that register the built-ins."""
+    """Component classes by name. A built-in's module (`builtins`: name -> module) is imported when the component is
+    first asked for, so a command pays only for the components it uses."""
 
-    def __init__(self, kind: str, load_builtin: Callable[[], None]) -> None:
+    def __init__(self, kind: str, builtins: Mapping[str, str]) -> None:
         self.kind = kind
-        self._load_builtin = load_builtin
+        self._builtins = dict(builtins)
         self._classes: dict[str, type[C]] = {}
 
     def register(self, cls: type[C]) -> type[C]:
@@ -151,13 +153,13 @@ class Registry(Generic[C]):
         return cls
 
     def names(self) -> list[str]:
-        self._load_builtin()
-        return sorted(self._classes)
+        return sorted({*self._builtins, *self._classes})
 
     def get(self, name: str) -> type[C]:
-        self._load_builtin()
+        if name not in self._classes and name in self._builtins:
+            importlib.import_module(self._builtins[name])  # runs its registering decorator
         if name not in self._classes:
-            raise InputError(self.kind, f"unknown {self.kind.rstrip('s')} {name!r}; known: {', '.join(sorted(self._classes))}", field=name)
+            raise InputError(self.kind, f"unknown {self.kind.rstrip('s')} {name!r}; known: {', '.join(self.names())}", field=name)
         return self._classes[name]
 
     def build(self, name: str, params: dict[str, Any] | None = None) -> C:

@@ -66,3 +66,32 @@ def test_the_hash_ignores_a_module_the_component_does_not_import(pkg: Path) -> N
     before = code_sha256(_comp())
     (pkg / "unrelated.py").write_text("Y = 3\n")
     assert code_sha256(_comp()) == before
+
+
+# ------------------------------------------------------------------ lazy built-ins
+
+
+def _scorer_modules_after(code: str) -> list[str]:
+    import ast
+    import subprocess
+
+    probe = f"import sys\n{code}\nprint(sorted(m for m in sys.modules if m.startswith('ragtrack.scorers.')))"
+    return ast.literal_eval(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+
+
+def test_building_a_scorer_imports_only_its_module() -> None:
+    code = "from ragtrack.scorers import build_scorer; build_scorer('eval_json_v2')"
+    assert _scorer_modules_after(code) == ["ragtrack.scorers.base", "ragtrack.scorers.eval_json_v2"]
+
+
+def test_listing_the_scorers_imports_none() -> None:
+    code = "from ragtrack.scorers import scorer_names; assert 'rag' in scorer_names()"
+    assert _scorer_modules_after(code) == ["ragtrack.scorers.base"]
+
+
+def test_an_unknown_scorer_names_every_built_in() -> None:
+    from ragtrack.errors import InputError
+    from ragtrack.scorers import build_scorer
+
+    with pytest.raises(InputError, match="known: earag, eval_json_v2, rag, refusal_citation, rubric_judge"):
+        build_scorer("nope")

@@ -47,12 +47,10 @@ class Generator(Component):
         """
 
 
-def _load_builtin() -> None:
-    # Importing the modules runs their @register_generator decorators.
-    from ragtrack.generators import callable_fn, extractive, openai_chat, replay  # noqa: F401
-
-
-GENERATORS: Registry[Generator] = Registry("generator", _load_builtin)
+GENERATORS: Registry[Generator] = Registry("generator", {
+    "callable": "ragtrack.generators.callable_fn", "extractive": "ragtrack.generators.extractive",
+    "openai": "ragtrack.generators.openai_chat", "replay": "ragtrack.generators.replay",
+})
 register_generator = GENERATORS.register
 generator_names = GENERATORS.names
 get_generator_class = GENERATORS.get

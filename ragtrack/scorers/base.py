@@ -152,12 +152,9 @@ def check_applicable(scorers: Sequence[Scorer], eval_set: EvalSet) -> None:
         )
 
 
-def _load_builtin() -> None:
-    # Importing the modules runs their @register_scorer decorators.
-    from ragtrack.scorers import earag, eval_json_v2, rag, refusal_citation, rubric_judge  # noqa: F401
-
-
-SCORERS: Registry[Scorer] = Registry("scorers", _load_builtin)
+SCORERS: Registry[Scorer] = Registry("scorers", {
+    name: f"ragtrack.scorers.{name}" for name in ("earag", "eval_json_v2", "rag", "refusal_citation", "rubric_judge")
+})
 register_scorer = SCORERS.register
 scorer_names = SCORERS.names
 get_scorer_class = SCORERS.get
