@@ -14,14 +14,17 @@ each archived input, the config and the per-case table lie.
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.errors import InputError
+from ragtrack.eval_sets import inner
 from ragtrack.hashing import sha1_file, sha256_file
 from ragtrack.types import EvalFile, Prediction, RunManifest, RunResult
 
@@ -34,11 +37,19 @@ MANIFEST = "manifest.json"
 CONFIG = "config.yaml"
 CASES = "cases.parquet"
 ARCHIVED_DIRS = ("inputs", "prompt", "predictions")  # the folders holding the archived inputs, and nothing else
+COMPRESS_ABOVE = 1 << 20  # an archived input larger than this (bytes) is stored gzip-compressed, `<file>.gz`
+INFLATED = ".inflated"  # where a downloaded run's compressed inputs are inflated, beside its artifacts
+CHUNK = 1 << 20
 
 
 def _verified_copy(src: str, dst: Path, expected: str, *, algo: str = "sha1") -> None:
+    """Copy `src` (its content, for a compressed `.gz` file) to `dst`, which must hash to `expected`."""
     dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, dst)
+    if src.endswith(".gz"):
+        with gzip.open(src, "rb") as f, dst.open("wb") as out:
+            shutil.copyfileobj(f, out, CHUNK)
+    else:
+        shutil.copyfile(src, dst)
     actual = sha1_file(dst) if algo == "sha1" else sha256_file(dst)
     if actual != expected:
         raise InputError(src, f"the file changed while the run was scoring it ({algo} {expected[:12]}… is now {actual[:12]}…)")
@@ -46,7 +57,7 @@ def _verified_copy(src: str, dst: Path, expected: str, *, algo: str = "sha1") ->
 
 def eval_place(i: int, f: EvalFile) -> str:
     """Where the run archives its `i`-th eval-set file, relative to the artifact root."""
-    return f"inputs/{i}/{f.stem}{Path(f.path).suffix}"
+    return f"inputs/{i}/{f.stem}{inner(Path(f.path)).suffix}"
 
 
 def prompt_place(prompt_path: str) -> str:
@@ -82,12 +93,12 @@ def _archive_predictions(result: RunResult, root: Path) -> tuple[str, str]:
         src = Path(gen.source_path)
         expected = gen.provenance["predictions_sha1"]
         if result.manifest.subset is None:
-            rel = f"predictions/{src.name}"
+            rel = f"predictions/{inner(src).name}"
             _verified_copy(str(src), root / rel, expected)
         else:
             from ragtrack.predictions import filter_prediction_file
 
-            rel = f"predictions/{src.stem}_dev{result.manifest.subset.n}{src.suffix}"
+            rel = f"predictions/{inner(src).stem}_dev{result.manifest.subset.n}{inner(src).suffix}"
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             keep = {c.id for c in result.eval_set.cases}
             filter_prediction_file(src, root / rel, result.all_cases, keep, expected)
@@ -99,19 +110,37 @@ def _archive_predictions(result: RunResult, root: Path) -> tuple[str, str]:
     return rel, sha1_file(root / rel)
 
 
+def _compressed(root: Path, rel: str, sizes: dict[str, int]) -> str:
+    """`rel`, or `rel.gz` when the file is larger than `COMPRESS_ABOVE`: gzip with no timestamp (the same bytes give the
+    same archive), the original removed, its size recorded in `sizes` by the new path."""
+    path = root / rel
+    size = path.stat().st_size
+    if size <= COMPRESS_ABOVE:
+        return rel
+    with path.open("rb") as src, gzip.GzipFile(root / f"{rel}.gz", "wb", compresslevel=6, mtime=0) as dst:
+        shutil.copyfileobj(src, dst, CHUNK)
+    path.unlink()
+    sizes[f"{rel}.gz"] = size
+    return f"{rel}.gz"
+
+
 def write_archive(result: RunResult, root: Path) -> RunManifest:
     """Archive the run's inputs under `root`; the manifest with every archived path and hash."""
     m = result.manifest
+    sizes: dict[str, int] = {}
     files = [_archive_eval_file(i, f, root) for i, f in enumerate(m.eval_files)]
+    files = [f.model_copy(update={"artifact_path": _compressed(root, f.artifact_path, sizes)}) if f.artifact_path else f
+             for f in files]
     prompt_rel = prompt_place(m.prompt_path)
     _verified_copy(m.prompt_path, root / prompt_rel, m.prompt_sha256, algo="sha256")
     pred_rel, pred_sha1 = _archive_predictions(result, root)
     return m.model_copy(
         update={
             "eval_files": files,
-            "prompt_artifact_path": prompt_rel,
-            "predictions_artifact_path": pred_rel,
+            "prompt_artifact_path": _compressed(root, prompt_rel, sizes),
+            "predictions_artifact_path": _compressed(root, pred_rel, sizes),
             "predictions_sha1": pred_sha1,
+            "archived_sizes": sizes,
         }
     )
 
@@ -154,7 +183,38 @@ class ArchivedRun(BaseModel):
             raise InputError(str(self.root / MANIFEST), f"{rel!r} lies outside the run's artifacts: refused", field=field)
         if not path.is_file():
             raise InputError(str(self.root / rel), f"the run's archive has no {what}")
+        if rel.endswith(".gz"):
+            return self._inflated(rel, path)
         return path
+
+    def _inflated(self, rel: str, path: Path) -> Path:
+        """A compressed archived file, inflated once into `.inflated/` under the downloaded run; at most the size the
+        manifest records for it (a file inflating beyond it, or damaged, is refused)."""
+        out = self.root / INFLATED / rel.removesuffix(".gz")
+        if out.is_file():
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        limit = self.manifest.archived_sizes.get(rel)
+        if limit is None:
+            raise InputError(str(self.root / MANIFEST), f"{rel!r} is compressed but its size is not recorded: refused",
+                             field="archived_sizes")
+        part = out.with_name(f".{out.name}.part")
+        written = 0
+        try:
+            with gzip.open(path, "rb") as src, part.open("wb") as dst:
+                while block := src.read(CHUNK):
+                    written += len(block)
+                    if written > limit:
+                        raise InputError(str(path), f"inflates beyond the {limit} bytes the manifest records: refused")
+                    dst.write(block)
+        except (OSError, EOFError, zlib.error) as e:
+            part.unlink(missing_ok=True)
+            raise InputError(str(path), f"not a readable gzip file ({e})") from None
+        except InputError:
+            part.unlink(missing_ok=True)
+            raise
+        part.replace(out)
+        return out
 
     def eval_path(self, i: int) -> Path:
         f = self.manifest.eval_files[i]

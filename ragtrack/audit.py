@@ -151,7 +151,7 @@ def _archive(archive: ArchivedRun) -> Check:
     named = {f"eval_files[{i}].artifact_path": f.artifact_path for i, f in enumerate(m.eval_files)}
     named |= {"prompt_artifact_path": m.prompt_artifact_path, "predictions_artifact_path": m.predictions_artifact_path}
     for field, place in archive.places().items():
-        if named[field] != place or place is None:
+        if place is None or named[field] not in (place, f"{place}.gz"):
             problems.append(f"{field} is {named[field]!r}, where the run archives it at {place or 'predictions/<file>'!r}")
     recorded = {f.artifact_path: ("sha1", f.sha1) for f in m.eval_files}
     recorded |= {m.prompt_artifact_path: ("sha256", m.prompt_sha256), m.predictions_artifact_path: ("sha1", m.predictions_sha1)}
@@ -162,7 +162,12 @@ def _archive(archive: ArchivedRun) -> Check:
             problems.append(f"{rel} is archived but named by no manifest field")
             continue
         algo, expected = recorded[rel]
-        actual = (sha1_file if algo == "sha1" else sha256_file)(root / rel)
+        try:
+            content = archive.path(rel, rel, rel)  # a compressed input: its content, inflated
+        except InputError as e:
+            problems.append(str(e))
+            continue
+        actual = (sha1_file if algo == "sha1" else sha256_file)(content)
         if actual != expected:
             problems.append(f"{rel}: {algo} is {_short(actual)}, the manifest records {_short(expected)}")
     ok = not problems

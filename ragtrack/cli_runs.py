@@ -303,6 +303,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
+    from ragtrack.archive import INFLATED
     from ragtrack.config import read_yaml
     from ragtrack.errors import InputError
     from ragtrack.rescore import RESCORED_FROM_TAG, apply_overrides, rescore_config
@@ -325,7 +326,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
                              run_name=f"{run.run_name} (rescored)")
         stages = prepare(cfg)
         sink = MlflowSink(cfg, uri=uri, tags={RESCORED_FROM_TAG: run.run_id},
-                          paths_shown_as={str(archive.root): f"runs:/{run.run_id}"})
+                          paths_shown_as={str(archive.root / INFLATED): f"runs:/{run.run_id}",
+                                          str(archive.root): f"runs:/{run.run_id}"})
         (result,) = run_stages(stages, sink)
     new_id = sink.run_ids["full"]
     print(f"rescored run {new_id} ({cfg.tracking.run_name}) from {run.run_id}, experiment {sink.experiment_name}")

@@ -7,9 +7,11 @@ file and its matching `qaset`): `load_eval_set` merges them by id.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,16 @@ from ragtrack.errors import InputError
 from ragtrack.hashing import sha1_bytes
 from ragtrack.jsonl import iter_jsonl, loads
 from ragtrack.predictions import PREDICTION_KEYS
-from ragtrack.types import EvalCase, EvalFile, EvalFormat, EvalSet, ExpectedV2, Gold, RagReference, SubsetInfo
+from ragtrack.types import (
+    EvalCase,
+    EvalFile,
+    EvalFormat,
+    EvalSet,
+    ExpectedV2,
+    Gold,
+    RagReference,
+    SubsetInfo,
+)
 
 __all__ = [
     "MAX_CASE_ID",
@@ -97,13 +108,23 @@ def detect_format(item: dict[str, Any]) -> EvalFormat | None:
     return None
 
 
+def inner(path: Path) -> Path:
+    """The name of the content: `questions.json` for `questions.json.gz`."""
+    return path.with_suffix("") if path.suffix == ".gz" else path
+
+
 def _read_items(path: Path) -> tuple[bytes, list[Any], list[str]]:
     """The file's bytes, its items, and where each item is (`item i` or `line n`)."""
     try:
         data = path.read_bytes()
     except OSError as e:
         raise InputError.from_os_error(path, e) from None
-    if path.suffix == ".jsonl":
+    if path.suffix == ".gz":  # a compressed file (as a run archives a large one): its content
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(str(path), f"not a readable gzip file ({e})") from None
+    if inner(path).suffix == ".jsonl":
         items, where = [], []
         for lineno, _, obj in iter_jsonl(io.BytesIO(data), str(path)):
             items.append(obj)
@@ -136,7 +157,7 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
     """Load and validate one eval-set file (format detected from the keys unless given)."""
     path = Path(path)
     data, raw, places = _read_items(path)
-    jsonl = path.suffix == ".jsonl"
+    jsonl = inner(path).suffix == ".jsonl"
     if not raw:
         raise InputError(str(path), "the eval set is empty")
     where = places.__getitem__
@@ -183,7 +204,7 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
             )
         seen[case.id] = i
         cases.append(case)
-    file = EvalFile(path=str(path), stem=path.stem, format=fmt, sha1=sha1_bytes(data), n_items=len(raw))
+    file = EvalFile(path=str(path), stem=inner(path).stem, format=fmt, sha1=sha1_bytes(data), n_items=len(raw))
     return LoadedFile(file=file, items=raw, cases=cases, jsonl=jsonl)
 
 

@@ -12,8 +12,10 @@ is bounded by the eval set, not by the file; every line is still validated and h
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
+import zlib
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -163,9 +165,11 @@ def _records(path: Path, hasher: Any) -> Iterator[tuple[bytes, PredictionRecord]
     """`(raw line, record)` for every non-blank line; every byte read goes into `hasher`."""
     file = str(path)
     try:
-        with path.open("rb") as f:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as f:  # a compressed file: its content
             for lineno, raw, obj in iter_jsonl(_hashed(f, hasher), file):
                 yield raw, parse_prediction(obj, file, f"line {lineno}")
+    except (EOFError, zlib.error) as e:
+        raise InputError(file, f"not a readable gzip file ({e})") from None
     except OSError as e:
         raise InputError.from_os_error(path, e) from None
 

@@ -314,6 +314,7 @@ class RunManifest(_Frozen):
     prompt_artifact_path: str | None = None
     predictions_artifact_path: str | None = None
     predictions_sha1: str | None = None
+    archived_sizes: dict[str, int] = Field(default_factory=dict)  # a compressed archived input (`….gz`): its size
 
 
 class RunResult(_Frozen):

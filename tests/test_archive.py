@@ -129,3 +129,65 @@ def test_rescore_of_a_dev_stage_equals_its_logged_metrics(demo_files, tmp_path, 
     rescored = _rescore(client, dev, tmp_path / "dl", capsys)
     assert dev.data.metrics["predictions/n_unmatched"] == 1.0
     assert {k: v for k, v in rescored.items() if v is not None} == _logged(dev)
+
+
+# ------------------------------------------------------------------ compressed inputs
+
+
+@pytest.fixture
+def small_limit(monkeypatch):
+    """Inputs over 200 bytes are compressed (the demo files are; real ones over 1 MiB)."""
+    import ragtrack.archive
+
+    monkeypatch.setattr(ragtrack.archive, "COMPRESS_ABOVE", 200)
+
+
+def test_a_large_input_is_archived_compressed_with_its_size(demo_files, tmp_path, small_limit):
+    m = write_archive(run(make_config(demo_files)), tmp_path / "archive")
+    rel = m.eval_files[0].artifact_path
+    assert rel == "inputs/0/questions.json.gz" and m.archived_sizes[rel] == demo_files["questions"].stat().st_size
+    assert not (tmp_path / "archive" / "inputs/0/questions.json").exists()
+
+
+def test_a_compressed_input_reads_back_byte_for_byte(demo_files, tmp_path, small_limit):
+    m = write_archive(run(make_config(demo_files)), tmp_path / "archive")
+    archived = ArchivedRun(root=tmp_path / "archive", manifest=m)
+    assert archived.eval_path(0).read_bytes() == demo_files["questions"].read_bytes()
+
+
+def test_compressing_the_same_bytes_gives_the_same_archive(demo_files, tmp_path, small_limit):
+    result = run(make_config(demo_files))
+    write_archive(result, tmp_path / "a"), write_archive(result, tmp_path / "b")
+    rel = "inputs/0/questions.json.gz"
+    assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
+
+
+def test_an_input_inflating_beyond_its_recorded_size_is_refused(demo_files, tmp_path, small_limit):
+    m = write_archive(run(make_config(demo_files)), tmp_path / "archive")
+    rel = m.eval_files[0].artifact_path
+    lying = m.model_copy(update={"archived_sizes": {**m.archived_sizes, rel: 100}})
+    with pytest.raises(InputError, match="inflates beyond the 100 bytes the manifest records: refused"):
+        ArchivedRun(root=tmp_path / "archive", manifest=lying).eval_path(0)
+
+
+def test_a_damaged_compressed_input_is_refused(demo_files, tmp_path, small_limit):
+    m = write_archive(run(make_config(demo_files)), tmp_path / "archive")
+    (tmp_path / "archive" / m.eval_files[0].artifact_path).write_bytes(b"\x1f\x8b garbage")
+    with pytest.raises(InputError, match="not a readable gzip file"):
+        ArchivedRun(root=tmp_path / "archive", manifest=m).eval_path(0)
+
+
+def test_a_run_with_compressed_inputs_rescores_and_passes_its_audit(demo_files, tmp_path, capsys, small_limit):
+    from mlflow.tracking import MlflowClient
+
+    from ragtrack.cli import main
+    from ragtrack.hydra_app import execute
+
+    cfg = make_config(demo_files, predictions="bad")
+    execute(cfg)
+    client = MlflowClient(cfg.tracking.uri)
+    (logged,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    assert {a.path for a in client.list_artifacts(logged.info.run_id, "inputs/0")} == {"inputs/0/questions.json.gz"}
+    rescored = _rescore(client, logged, tmp_path / "dl", capsys)
+    assert {k: v for k, v in rescored.items() if v is not None} == _logged(logged)
+    assert main(["audit", logged.info.run_id, "--tracking-uri", cfg.tracking.uri]) == 0

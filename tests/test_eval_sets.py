@@ -467,3 +467,23 @@ def test_an_id_longer_than_mlflow_keeps_is_bad_input_naming_the_limit(tmp_path: 
 def test_an_id_of_the_longest_length_loads(tmp_path: Path) -> None:
     cases = load_eval_file(write_json(tmp_path / "s.json", [qv2("a?", cid="x" * MAX_CASE_ID)])).cases
     assert [len(c.id) for c in cases] == [MAX_CASE_ID]
+
+
+# ------------------------------------------------------------------ compressed files
+
+
+def test_a_compressed_eval_file_loads_as_its_content(demo_files, tmp_path):
+    import gzip
+
+    packed = tmp_path / "questions.json.gz"
+    packed.write_bytes(gzip.compress(demo_files["questions"].read_bytes()))
+    plain, _ = load_eval_set([demo_files["questions"]])
+    es, _ = load_eval_set([packed])
+    assert (es.version, es.cases) == (plain.version, plain.cases)
+
+
+def test_a_damaged_compressed_eval_file_is_one_error_naming_it(tmp_path):
+    packed = tmp_path / "questions.json.gz"
+    packed.write_bytes(b"\x1f\x8b not gzip")
+    with pytest.raises(InputError, match=r"questions.json.gz: not a readable gzip file"):
+        load_eval_file(packed)

@@ -480,3 +480,16 @@ def test_demo_predictions_still_load(path: Path) -> None:
     es, _ = load_eval_set([DEMO / "questions.json", DEMO / "qaset.json"])
     gen = match_prediction_file(path, es.cases)
     assert gen.n_missing <= 1 and gen.warnings == []  # base__v1 leaves one case out on purpose
+
+
+def test_a_compressed_predictions_file_matches_as_its_content(demo_files, tmp_path):
+    import gzip
+
+    from ragtrack.eval_sets import load_eval_set
+    from ragtrack.predictions import match_prediction_file
+
+    packed = tmp_path / "good.jsonl.gz"
+    packed.write_bytes(gzip.compress(demo_files["good"].read_bytes()))
+    es, _ = load_eval_set([demo_files["questions"], demo_files["qaset"]])
+    plain, gz = match_prediction_file(demo_files["good"], es.cases), match_prediction_file(packed, es.cases)
+    assert (gz.predictions, gz.provenance["predictions_sha1"]) == (plain.predictions, plain.provenance["predictions_sha1"])
