@@ -6,7 +6,9 @@ import math
 
 from ragtrack.types import GateResult, RunManifest, RunResult, ScorerOutput
 
-__all__ = ["render_report", "render_scorer_report", "run_label"]
+__all__ = ["REPORT_TABLE_ROWS", "capped_tables", "render_report", "render_scorer_report", "run_label"]
+
+REPORT_TABLE_ROWS = 500  # rows a report's per-case table shows (a 100,000-case table would be 5 MB of Markdown)
 
 
 def _gates_table(gates: list[GateResult]) -> list[str]:
@@ -44,6 +46,24 @@ def _list(ids: list[str], total: int, limit: int = 50) -> str:
     shown = ", ".join(f"`{i}`" for i in ids[:limit])
     more = total - min(len(ids), limit)
     return shown + (f" … and {more} more" if more > 0 else "")
+
+
+def capped_tables(md: str, limit: int = REPORT_TABLE_ROWS) -> str:
+    """`md` with each Markdown table cut after `limit` rows, and a line saying how many more there are and where."""
+    out: list[str] = []
+    rows = hidden = 0
+    for line in [*md.splitlines(), ""]:
+        if line.startswith("|"):
+            rows += 1
+            if rows > limit + 2:  # the header and its separator, then `limit` rows
+                hidden += 1
+                continue
+        else:
+            if hidden:
+                out += ["", f"… and {hidden:,} more rows, not shown here: every case's row is in `cases.parquet`."]
+            rows = hidden = 0
+        out.append(line)
+    return "\n".join(out[:-1])
 
 
 def render_report(result: RunResult) -> str:
@@ -94,7 +114,7 @@ def render_report(result: RunResult) -> str:
     lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in sorted(result.metrics.items())]
     for out in result.outputs:
-        lines += ["", out.report_md.rstrip()]
+        lines += ["", capped_tables(out.report_md.rstrip())]
     return "\n".join(lines) + "\n"
 
 
@@ -106,7 +126,7 @@ def render_scorer_report(result: RunResult, out: ScorerOutput) -> str:
         for g, spec in zip(result.gates, result.manifest.gates, strict=True)
         if any(c.metric.startswith(prefix) for c in spec.conditions)
     ]
-    lines = [out.report_md.rstrip()]
+    lines = [capped_tables(out.report_md.rstrip())]
     if mine:
         lines += ["", "### Gates", "", *_gates_table(mine)]
     return "\n".join(lines) + "\n"

@@ -34,3 +34,21 @@ def test_reason_lists_subscores_by_points_lost(demo_files):
     text = render_report(run(make_config(demo_files)))
     row = next(line for line in text.splitlines() if line.startswith("| a1 |"))
     assert "sub_topic 0 (-10.0)" in row
+
+
+def _table(n: int) -> str:
+    return "\n".join(["## s", "", "| id | x |", "|---|---|", *(f"| c{i} | {i} |" for i in range(n)), "", "after"])
+
+
+def test_a_long_per_case_table_is_cut_saying_how_many_rows_are_not_shown():
+    from ragtrack.report import capped_tables
+
+    lines = capped_tables(_table(12), limit=10).splitlines()
+    assert lines[4:14] == [f"| c{i} | {i} |" for i in range(10)]
+    assert "… and 2 more rows, not shown here: every case's row is in `cases.parquet`." in lines and lines[-1] == "after"
+
+
+def test_a_table_within_the_limit_is_unchanged():
+    from ragtrack.report import capped_tables
+
+    assert capped_tables(_table(10), limit=10) == _table(10)

@@ -83,6 +83,7 @@ MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
 MAX_RUN_NAME = 250
+UI_TABLE_ROWS = 10_000  # cases in `cases_table.json` (the UI's table view: 1.3 KB each); all are in cases.parquet
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
 MODEL_ID_TAG = "ragtrack.model_id"  # the run's version (LoggedModel), see `tracking.versions`
 PROMPT_URI_TAG = "ragtrack.prompt_uri"  # the run's prompt in the Prompt Registry, see `tracking.prompt_registry`
@@ -438,9 +439,10 @@ class MlflowSink:
                 yaml.safe_dump(redact(self._shown(self.cfg.model_dump(mode="json"))), sort_keys=False, allow_unicode=True),
                 encoding="utf-8",
             )
-            self._require_space(run_id, tree_bytes(tmp) + len(frame) * TABLE_BYTES_PER_CASE, traced * len(frame))
+            table = frame.head(UI_TABLE_ROWS)  # the UI's table; every case is in cases.parquet
+            self._require_space(run_id, tree_bytes(tmp) + len(table) * TABLE_BYTES_PER_CASE, traced * len(frame))
             self.client.log_artifacts(run_id, str(tmp))
-            self.client.log_table(run_id, data=frame, artifact_file="cases_table.json")
+            self.client.log_table(run_id, data=table, artifact_file="cases_table.json")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

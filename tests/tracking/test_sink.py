@@ -269,3 +269,22 @@ def test_a_run_the_store_lost_is_one_line_saying_it_stays_running(monkeypatch):
         "ValueError: model server said no); it stays RUNNING until the next ragtrack command on this store, "
         "from this host, ends it KILLED"
     )
+
+
+def test_the_ui_table_holds_at_most_its_documented_rows(tmp_path, monkeypatch, demo_files, _migrated_store):
+    import pandas as pd
+    from mlflow.tracking import MlflowClient
+
+    import ragtrack.tracking.sink
+    from ragtrack.hydra_app import execute
+    from tests.conftest import clone_store, make_config
+
+    monkeypatch.setattr(ragtrack.tracking.sink, "UI_TABLE_ROWS", 2)
+    clone_store(_migrated_store, demo_files["questions"].parent)
+    cfg = make_config(demo_files)
+    execute(cfg)
+    client = MlflowClient(cfg.tracking.uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    table = pd.read_json(client.download_artifacts(run.info.run_id, "cases_table.json"), orient="split")
+    cases = pd.read_parquet(client.download_artifacts(run.info.run_id, "cases.parquet"))
+    assert (len(table), len(cases)) == (2, 3) and list(table["id"]) == list(cases["id"][:2])
