@@ -80,15 +80,15 @@ def case_traces(result: RunResult) -> list[CaseTrace]:
             values = scored.get(case.id, {})
             reasons = [str(v) for k, v in values.items() if k.rpartition("/")[2] in RATIONALE_COLUMNS and _assessable(v)]
             rationale = redact_text("; ".join(reasons)) if reasons else None
+            why = None
             for k in columns:
                 v = values.get(k)
                 if v == "":  # an empty text (no citations): a value, shown as no assessment
                     continue
-                if _assessable(v):
-                    by_case[case.id].append(CaseAssessment(name=k, value=v, rationale=rationale, source=source))  # type: ignore[arg-type]
-                else:
-                    by_case[case.id].append(CaseAssessment(name=k, value=None, source=source,
-                                                           rationale=rationale or _not_scored(name, case)))
+                if not _assessable(v):
+                    v, why = None, why or rationale or _not_scored(name, case)
+                by_case[case.id].append(CaseAssessment(name=k, value=v, source=source,  # type: ignore[arg-type]
+                                                       rationale=rationale if v is not None else why))
     return [
         CaseTrace(case_id=case.id, question=case.question, answer=pred.answer, contexts=pred.contexts,
                   latency_ms=pred.latency_ms, assessments=by_case[case.id])

@@ -3,10 +3,11 @@
 MLflow's `SqlAlchemyStore.start_trace` writes one trace per call: it re-reads the
 experiment, flushes the trace's rows through the ORM and commits, for every trace (59% of
 a 1,000-case run's CPU, measured). `start_traces` writes the same rows for many traces at
-once: the experiment read and checked once, every trace's info, tags, metadata and
-assessments added in one session, the rollup partitions enqueued once, one flush, one
-commit. The rows are those `start_trace`'s happy path writes (new trace ids, so never its
-merge path); tests compare them with the public API's, column by column.
+once: the experiment read and checked once, the rollup partitions enqueued once, then
+every trace's info, tags, metadata and assessments as one multi-row INSERT per table, in
+one transaction. The rows are those `start_trace`'s happy path writes (new trace ids, so
+never its merge path); tests compare them with the public API's read back, and the
+assessment rows with `SqlAssessments.from_mlflow_entity`'s, column by column.
 
 This uses MLflow internals (the SQL models and the store's session maker), so it is used
 only when the store is MLflow's `SqlAlchemyStore` and every internal it needs is there;
