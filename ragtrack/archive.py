@@ -184,13 +184,12 @@ class ArchivedRun(BaseModel):
         if not path.is_file():
             raise InputError(str(self.root / rel), f"the run's archive has no {what}")
         if rel.endswith(".gz"):
-            return self._inflated(rel, path)
+            return self._inflated(rel, path, root / INFLATED / path.relative_to(root).as_posix().removesuffix(".gz"))
         return path
 
-    def _inflated(self, rel: str, path: Path) -> Path:
-        """A compressed archived file, inflated once into `.inflated/` under the downloaded run; at most the size the
-        manifest records for it (a file inflating beyond it, or damaged, is refused)."""
-        out = self.root / INFLATED / rel.removesuffix(".gz")
+    def _inflated(self, rel: str, path: Path, out: Path) -> Path:
+        """The compressed archived file `path` (`rel` in the manifest), inflated once to `out` (under `.inflated/`,
+        by its resolved place); at most the size the manifest records for it (more, or damaged, is refused)."""
         if out.is_file():
             return out
         out.parent.mkdir(parents=True, exist_ok=True)

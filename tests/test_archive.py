@@ -191,3 +191,13 @@ def test_a_run_with_compressed_inputs_rescores_and_passes_its_audit(demo_files, 
     rescored = _rescore(client, logged, tmp_path / "dl", capsys)
     assert {k: v for k, v in rescored.items() if v is not None} == _logged(logged)
     assert main(["audit", logged.info.run_id, "--tracking-uri", cfg.tracking.uri]) == 0
+
+
+def test_a_compressed_input_named_by_a_winding_path_inflates_inside_the_run(demo_files, tmp_path, small_limit):
+    root = tmp_path / "w" / "run"
+    m = write_archive(run(make_config(demo_files)), root)
+    winding = "../../w/run/inputs/0/questions.json.gz"  # resolves inside the run from its root
+    files = [m.eval_files[0].model_copy(update={"artifact_path": winding}), *m.eval_files[1:]]
+    sizes = {**m.archived_sizes, winding: m.archived_sizes["inputs/0/questions.json.gz"]}
+    path = ArchivedRun(root=root, manifest=m.model_copy(update={"eval_files": files, "archived_sizes": sizes})).eval_path(0)
+    assert path.resolve().is_relative_to(root.resolve()) and not (tmp_path / "w" / "w").exists()
