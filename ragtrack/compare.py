@@ -287,11 +287,6 @@ def _terms(a: RunSide, b: RunSide, fa: dict[str, list], fb: dict[str, list]) -> 
     return out_a, out_b, skipped
 
 
-def _mean(t: CaseTerms) -> float:
-    den = math.fsum(t.den)
-    return math.fsum(t.num) / den if den else t.empty
-
-
 def _values(t: CaseTerms) -> tuple[np.ndarray, np.ndarray]:
     """Each case's value of the metric (`num / den`) and whether the case counts (`den > 0`)."""
     num, den = np.asarray(t.num, dtype=float), np.asarray(t.den, dtype=float)
@@ -327,9 +322,9 @@ def _metric_diff(
         higher_is_better=ta.higher_is_better,
         binary=binary,
         n_cases=int(np.sum(ca | cb)),
-        mean_a=_mean(ta),
-        mean_b=_mean(tb),
-        diff=_mean(tb) - _mean(ta),
+        mean_a=ta.value,
+        mean_b=tb.value,
+        diff=tb.value - ta.value,
         ci_low=ci[0],
         ci_high=ci[1],
         mcnemar=_mcnemar(va, vb, both, ta.higher_is_better) if binary else None,

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragtrack.compare import Comparison, LoggedDiff, MetricDiff
+from ragtrack.summary import DEFAULT_HEADLINE
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["output_stem", "render_markdown", "render_overview", "render_png", "render_terminal", "write_outputs"]
 
-HEADLINE = "eval_json_v2/eval_score_avg"  # the overview's headline when the runs have it, else their first metric
 
 _COLORS = {"worse": "red", "better": "green"}
 
@@ -144,7 +144,7 @@ def render_overview(comparisons: Sequence[Comparison], console: Console) -> None
         table.add_column(col, no_wrap=col != "label", justify="right" if col in ("better", "worse", "n.s.") else "left")
     for c in comparisons:
         verdicts = [m.verdict for m in c.metrics]
-        head = next((m for m in c.metrics if m.metric == HEADLINE), c.metrics[0] if c.metrics else None)
+        head = next((m for m in c.metrics if m.metric == DEFAULT_HEADLINE), c.metrics[0] if c.metrics else None)
         change = f"{head.metric} {_f(head.diff, True)} {_ci(head)}" if head is not None else "–"
         table.add_row(c.run_b.run_id[:12], c.run_b.run_name, c.run_b.label, f"[green]{verdicts.count('better')}[/]",
                       f"[red]{verdicts.count('worse')}[/]", str(verdicts.count("no significant difference")), change)

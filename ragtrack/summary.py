@@ -250,7 +250,7 @@ def _margin(top: int, other: int, scores: Mapping[int, JobScores], higher: bool,
     ((low, high),) = paired_bootstrap([ta], [tb], n_resamples=n_resamples, seed=seed, confidence=confidence)
     significant = low > 0 if higher else high < 0
     counted = sum(1 for da, db in zip(ta.den, tb.den, strict=True) if da > 0 and db > 0)
-    return Margin(job=other, diff=_ratio(tb) - _ratio(ta), low=low, high=high, n_shared=counted,
+    return Margin(job=other, diff=tb.value - ta.value, low=low, high=high, n_shared=counted,
                   significant=bool(significant))
 
 
@@ -260,11 +260,6 @@ def _on(scores: JobScores, ids: Sequence[str]) -> CaseTerms:
     t = scores.terms
     at = {cid: i for i, cid in enumerate(scores.case_ids)}
     return t.model_copy(update={"num": [t.num[at[c]] for c in ids], "den": [t.den[at[c]] for c in ids]})
-
-
-def _ratio(t: CaseTerms) -> float:
-    den = math.fsum(t.den)
-    return math.fsum(t.num) / den if den else t.empty
 
 
 def _fmt(v: float) -> str:

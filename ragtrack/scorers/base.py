@@ -90,6 +90,12 @@ class CaseTerms(BaseModel):
     higher_is_better: bool = True
     empty: float = math.nan
 
+    @property
+    def value(self) -> float:
+        """The metric: `Σ num / Σ den` with `math.fsum` (bit for bit the logged value), `empty` when `Σ den` is 0."""
+        den = math.fsum(self.den)
+        return math.fsum(self.num) / den if den else self.empty
+
 
 def present(v: ScoreValue) -> bool:
     """A per-case value that was computed: not None (scorer skipped the case) and not NaN."""
