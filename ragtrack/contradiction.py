@@ -4,6 +4,9 @@
     polarity("押金可以退还")                               # -> 0
     relations("apply at least 60 days before expiry")   # -> {"min", "before"}
     conflict("The deposit is not refundable", "The deposit is refundable")  # -> "polarity: more negations in the statement"
+    conflict("each worker must bring a harness", "each worker's employer must bring a harness")  # -> None (a word dropped)
+    conflict("the tenant must repair the boiler", "the landlord must repair the boiler")
+    # -> "wording: tenant where the source says landlord"
 
 Three closed classes of words decide, in English and Chinese alike, as stop words do:
 
@@ -24,6 +27,12 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
 - **quantities** (`ragtrack.facts`): an amount of a family (time, money, length …) that
   the sources do not hold, where the evidence holds an amount of the same family,
   contradicts it.
+
+Open-class words decide only in a **near-copy** (`NEAR_COPY`): a statement that keeps its
+evidence's wording but changes a word of it (`words`: English content words stemmed by
+Snowball, Chinese nouns, verbs, adjectives and names as jieba tags them) says something
+else: `each worker must provide` for `each worker's employer must provide`. A bi-encoder
+cannot tell a synonym from a swapped party, so in a near-copy every changed word counts.
 """
 
 from __future__ import annotations
@@ -31,13 +40,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from difflib import SequenceMatcher
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from rapidfuzz import fuzz
 
-from ragtrack.facts import Fact
+from ragtrack.entities import segment
+from ragtrack.facts import Fact, words_number
+from ragtrack.lexical import content_tokens
+from ragtrack.quantities import CN_UNITS, unit_of
 
-__all__ = ["conflict", "polarity", "quantity_conflict", "relation_spans", "relations"]
+__all__ = ["added_words", "conflict", "polarity", "quantity_conflict", "relation_spans", "relations", "word_forms", "words"]
 
 _EN_WORD = re.compile(r"[a-z]+(?:'t)?")  # can't, don't: a word ending in n't
 _EN_NEGATORS = frozenset(
@@ -86,6 +98,10 @@ _NEGATED_BOUND = {
     "min": re.compile(r"(?:不得|不能|不可|不应|不)(?:少于|低于|小于|短于)|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"),
 }
 SAME_WORDING = 70  # rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
+NEAR_COPY = 85  # the ratio from which a statement copies its evidence: a word it changes is another claim
+_OPEN_CLASS = frozenset("nvarj")  # jieba tags of nouns, verbs, adjectives, names and abbreviations (not p, d, c, u …)
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_CN_NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半")
 _CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
 
 
@@ -165,6 +181,25 @@ def _family(f: Fact) -> str:
     return "number" if f.kind in ("quantity", "percent", "number") else f.kind
 
 
+def _aligned(statement: str, evidence: str) -> tuple[str, str, float] | None:
+    """The statement and its evidence as compared (folded), cut to what they share, and their rapidfuzz `ratio`.
+
+    The shorter text is aligned to its best-matching part of the longer one
+    (`partial_ratio_alignment`); of the longer, the clauses that alignment touches are kept
+    (not a clause beside them, nor half of one). Returns (statement side, evidence side, ratio).
+    """
+    mine, theirs = _fold(statement), _fold(evidence)
+    short, long = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
+    aligned = fuzz.partial_ratio_alignment(short, long)
+    if aligned is None:
+        return None
+    start = max((m.end() for m in _CLAUSE_END.finditer(long, 0, aligned.dest_start)), default=0)
+    end = next((m.start() for m in _CLAUSE_END.finditer(long, aligned.dest_end)), len(long))
+    window = long[start:end]
+    said, source = (short, window) if short is mine else (window, short)
+    return said, source, fuzz.ratio(short, window)
+
+
 def conflict(statement: str, evidence: str) -> str | None:
     """Why `statement` says the opposite of `evidence` in polarity or in a condition, or None.
 
@@ -173,18 +208,10 @@ def conflict(statement: str, evidence: str) -> str | None:
     best alignment touches. A paraphrase may say "at most" for "must not exceed" or "the
     first" for "no one before", so its words do not decide.
     """
-    mine, theirs = _fold(statement), _fold(evidence)
-    short, long = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
-    aligned = fuzz.partial_ratio_alignment(short, long)  # the shorter text against its best-aligned part of the longer
-    if aligned is None:
+    aligned = _aligned(statement, evidence)
+    if aligned is None or aligned[2] < SAME_WORDING:
         return None
-    # The clauses of the longer text that the alignment touches: not a clause beside them, nor half of one.
-    start = max((m.end() for m in _CLAUSE_END.finditer(long, 0, aligned.dest_start)), default=0)
-    end = next((m.start() for m in _CLAUSE_END.finditer(long, aligned.dest_end)), len(long))
-    window = long[start:end]
-    if fuzz.ratio(short, window) < SAME_WORDING:
-        return None
-    said, source = (short, window) if short is mine else (window, short)
+    said, source, _ = aligned
     if polarity(said) != polarity(source):
         more = "the statement" if polarity(said) > polarity(source) else "the source"
         return f"polarity: more negations in {more}"
@@ -193,4 +220,59 @@ def conflict(statement: str, evidence: str) -> str | None:
         rival = sorted((_OPPOSITE[r] & its) - ours)
         if rival:
             return f"condition: {r} where the source says {rival[0]}"
-    return _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur
+    swapped = _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur
+    if swapped or aligned[2] < NEAR_COPY:
+        return swapped
+    gained, lost = _changed(words(said), words(source))
+    if gained and lost:
+        return f"wording: {', '.join(sorted(gained))} where the source says {', '.join(sorted(lost))}"
+    return None
+
+
+def _changed(mine: frozenset[str], theirs: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The words only `mine` has and those only `theirs` has; a word inside another's (单位 in 用人单位) is no
+    change."""
+    gained, lost = set(mine - theirs), set(theirs - mine)
+    nested = {w for w in gained for v in lost if w in v or v in w}
+    nested |= {v for v in lost for w in gained if w in v or v in w}
+    return gained - nested, lost - nested
+
+
+def added_words(statement: str, evidence: str, sources: frozenset[str]) -> frozenset[str]:
+    """The words a near-copy of `evidence` adds that no source has (`sources`: their `words`); empty for any other
+    statement. A statement that copies its evidence and adds a word claims something the sources do not say."""
+    aligned = _aligned(statement, evidence)
+    if aligned is None or aligned[2] < NEAR_COPY:
+        return frozenset()
+    return frozenset(_changed(words(aligned[0]) - sources, words(aligned[1]))[0])
+
+
+@lru_cache(maxsize=65536)
+def words(text: str) -> frozenset[str]:
+    """The words a near-copy is compared by: English content words (`lexical.content_tokens`) stemmed by Snowball,
+    Chinese words of two or more characters as jieba cuts them; without numerals and unit words (amounts are
+    compared by value, `quantity_conflict`)."""
+    latin = [t for t in content_tokens(text) if t.isascii()]
+    chinese = [w for run in _CJK_RUN.findall(text) for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS]
+    return word_forms(frozenset(w for w in (*latin, *chinese) if not polarity(w) and not relations(w)))
+
+
+@lru_cache(maxsize=65536)
+def word_forms(tokens: frozenset[str]) -> frozenset[str]:
+    """`words` of a set of content tokens."""
+    stem = _stemmer().stemWord
+    return frozenset(stem(t) if t.isascii() else t for t in tokens if not _numeral_or_unit(t))
+
+
+def _numeral_or_unit(token: str) -> bool:
+    """A number written in digits, English or Chinese numerals, or a unit word: compared by value elsewhere."""
+    if token.isascii():
+        return token[0].isdigit() or words_number([token]) is not None or unit_of(token) is not None
+    return any(c in _CN_NUMERALS for c in token) or token in CN_UNITS
+
+
+@cache
+def _stemmer():  # noqa: ANN202 - snowballstemmer has no type hints
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")

@@ -52,7 +52,7 @@ from ragtrack.facts import Fact, facts, missing_fact, provided_keys
 from ragtrack.lexical import content_tokens
 from ragtrack.text import norm
 
-__all__ = ["Entity", "extract", "focus", "occurs"]
+__all__ = ["Entity", "extract", "focus", "occurs", "segment"]
 
 EntityKind = Literal["fact", "name", "term"]
 
@@ -134,6 +134,13 @@ def _jieba():  # noqa: ANN202 - the jieba modules
             jieba.dt.initialize()
             _jieba_ready = True
     return jieba, jieba.posseg
+
+
+@lru_cache(maxsize=65536)
+def segment(text: str) -> tuple[tuple[str, str], ...]:
+    """The words of a Chinese text and their part-of-speech tags (`n`, `v`, `p` …) as `jieba.posseg` cuts them."""
+    _, pseg = _jieba()
+    return tuple((w.word, w.flag) for w in pseg.lcut(text) if w.word.strip())
 
 
 @lru_cache(maxsize=65536)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrack.contradiction import conflict, polarity, quantity_conflict, relation_spans, relations
+from ragtrack.contradiction import added_words, conflict, polarity, quantity_conflict, relation_spans, relations, words
 from ragtrack.facts import facts, provided_keys
 
 
@@ -61,3 +61,36 @@ def test_the_same_operators_in_the_same_places_do_not_contradict() -> None:
 
 def test_relation_spans_are_in_written_order() -> None:
     assert [name for _, _, name in relation_spans("pay within 30 days, at least 2 days before")] == ["within", "min", "before"]
+
+
+def test_a_near_copy_that_changes_a_party_conflicts():
+    assert conflict("the tenant must repair the boiler", "the landlord must repair the boiler") == (
+        "wording: tenant where the source says landlord")
+
+
+def test_a_chinese_near_copy_that_changes_an_office_conflicts():
+    source = "办理结婚登记，双方须共同到场，各自携带身份证和户口簿，没有户口簿的可用户籍所在地派出所出具的户籍证明代替"
+    said = source.replace("户籍所在地派出所", "婚姻登记处")
+    assert conflict(said, source) == "wording: 婚姻登记 where the source says 所在地, 派出所"
+
+
+def test_a_near_copy_that_only_drops_a_word_does_not_conflict():
+    assert conflict("each worker must bring a harness", "each worker's employer must bring a harness") is None
+
+
+def test_a_paraphrase_keeps_its_changed_words():
+    assert conflict("a week is what the landlord has to fix the boiler", "the landlord must repair the boiler") is None
+
+
+def test_a_word_inside_another_is_no_change():
+    assert conflict("同一用人单位与同一劳动者只能约定一次试用期", "同一单位和同一劳动者之间只能约定一次试用期") is None
+
+
+def test_a_near_copy_that_adds_a_word_no_source_has_names_it():
+    source = "each worker must bring a harness"
+    assert added_words("each worker's employer must bring a harness", source, words(source)) == {"employ"}
+
+
+def test_words_leave_numerals_units_negations_and_operators_to_their_own_rules():
+    assert words("Refunds are not paid within 3 days or three hours") == {"refund", "paid"}
+    assert words("不得在三天内退款") == {"退款"}

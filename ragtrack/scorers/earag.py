@@ -184,7 +184,9 @@ class EaragScorer(EmbeddingScorer):
 
     name = NAME
     headline = "overall"
-    version = "3"  # 2: support verdicts with contradictions, quantities by value; 3: an operator in its opposite's place (rag v3)
+    # 2: support verdicts with contradictions, quantities by value; 3: an operator in its opposite's place (rag v3);
+    # 4: changed and added words of near-copies (rag v4)
+    version = "4"
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 from rapidfuzz import fuzz
 
-from ragtrack.contradiction import conflict, quantity_conflict
+from ragtrack.contradiction import added_words, conflict, quantity_conflict, words
 from ragtrack.entities import focus
 from ragtrack.facts import facts, missing_fact, provided_keys
 from ragtrack.lexical import content_tokens, coverage, split_statements
@@ -186,6 +186,10 @@ class OfflineJudge:
         if missing is not None:
             return Verdict(statement=st, supported=False, reason=f"fact_mismatch: {missing}", score=0.5 * closeness,
                            closeness=closeness)
+        added = added_words(st, evidence, words(whole))
+        if added:
+            return Verdict(statement=st, supported=False, reason=f"adds: {', '.join(sorted(added))}",
+                           score=0.5 * closeness, closeness=closeness)
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:

@@ -179,10 +179,10 @@ def _share(verdicts: Sequence[Verdict]) -> float:
 
 
 def _agreement(verdicts: Sequence[Verdict]) -> float:
-    """The mean closeness of the statements to their best counterpart; one that contradicts it, or states a fact
-    it lacks, counts 0."""
-    return math.fsum(0.0 if v.contradicted or v.reason.startswith("fact_mismatch") else v.closeness
-                     for v in verdicts) / len(verdicts)
+    """The mean agreement of the statements with the other text: 1 for a supported statement, whatever its wording;
+    its graded score (below ½) for one that is not; 0 for one that contradicts it. Closeness does not count among
+    supported statements, so a near-copy of the reference with one error cannot outscore a correct paraphrase."""
+    return math.fsum(0.0 if v.contradicted else 1.0 if v.supported else v.score for v in verdicts) / len(verdicts)
 
 
 def _supported_in_contexts(text: str, inp: RagInputs, judge: RagJudge, no_statements: str) -> Metric:
@@ -416,7 +416,9 @@ class RagScorer(EmbeddingScorer):
 
     name = NAME
     headline = "faithfulness"  # no overall figure: faithfulness, the metric measured most reliably (reliability/rag.json)
-    version = "3"  # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs the question's focus, swapped operators
+    # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs the
+    # question's focus, swapped operators; 4: changed and added words of near-copies, correctness by support
+    version = "4"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

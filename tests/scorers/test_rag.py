@@ -161,16 +161,22 @@ def _f1(precision: float, recall: float) -> float:
 
 def test_answer_correctness_is_the_f1_of_agreement_in_both_directions() -> None:
     # precision: the answer's one statement is in the ground truth (1); recall: the ground truth's first statement
-    # is in the answer (1), its second matches nothing there and counts by its closeness
+    # is in the answer (1), its second matches nothing there and counts by its graded score, half its closeness
     rows, _ = score(case("a", answer="The fee is 20 dollars.", contexts=("x",), gt=FEE))
-    recall = (1.0 + closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
+    recall = (1.0 + 0.5 * closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
     assert rows["a"]["rag/answer_correctness"] == pytest.approx(_f1(1.0, recall))
+
+
+def test_a_supported_statement_counts_1_in_answer_correctness_whatever_its_wording() -> None:
+    enc = FakeEncoder({"Felines rumble softly": [1, 0], "Cats purr": [0.8, 0.6]})  # supported by cosine 0.8 alone
+    rows, _ = score(case("a", answer="Felines rumble softly.", contexts=("x",), gt="Cats purr."), encoder=enc)
+    assert rows["a"]["rag/answer_correctness"] == 1.0
 
 
 def test_answer_correctness_adds_a_cosine_term_when_weighted() -> None:
     enc = FakeEncoder({"The fee is 20 dollars.": [1, 0], FEE: [0.6, 0.8]})
     rows, _ = score(case("a", answer="The fee is 20 dollars.", contexts=("x",), gt=FEE), encoder=enc, correctness_f1_weight=0.75)
-    recall = (1.0 + closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
+    recall = (1.0 + 0.5 * closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
     assert rows["a"]["rag/answer_correctness"] == pytest.approx(0.75 * _f1(1.0, recall) + 0.25 * 0.6)
 
 
@@ -185,6 +191,21 @@ def test_a_copy_of_the_ground_truth_with_one_number_changed_loses_to_a_correct_p
         case("para", answer="Refunds take 5 days, and the fee is 20 dollars.", contexts=("x",), gt=FEE),
     )
     assert rows["para"]["rag/answer_correctness"] > rows["copy"]["rag/answer_correctness"]
+
+
+def test_a_copy_of_the_ground_truth_with_another_party_loses_to_a_correct_paraphrase() -> None:
+    gt = "The landlord must repair the boiler within a week."
+    rows, _ = score(
+        case("copy", answer="The tenant must repair the boiler within a week.", contexts=("x",), gt=gt),
+        case("para", answer="Within a week, the boiler must be repaired by the landlord.", contexts=("x",), gt=gt),
+    )
+    assert rows["para"]["rag/answer_correctness"] > rows["copy"]["rag/answer_correctness"]
+
+
+def test_a_copy_of_its_evidence_that_adds_a_word_no_source_has_is_unsupported() -> None:
+    said = "The annual fee of the city public library is 20 dollars"
+    rows, _ = score(case("a", answer=said, contexts=("The annual fee of the city library is 20 dollars.",)))
+    assert json.loads(rows["a"]["rag/unsupported"]) == [{"statement": said, "reason": "adds: public"}]
 
 
 def test_metrics_without_their_inputs_are_nan_with_a_reason_and_left_out_of_the_mean() -> None:
