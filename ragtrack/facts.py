@@ -20,7 +20,7 @@ order they are taken from the text (a span taken by one kind is not read again):
   after the second number → `5-10d`; provides both ends with and without the unit.
 - `percent`: `3.5%`, `3.5 percent`, `百分之三点五` → `3.5%`; provides the bare number.
 - `quantity`: a number with a unit → `<number><unit>`, units normalised across languages
-  (`七日`, `7天`, `7 days` → `7d`; `7个工作日`, `7 business days` → `7wd`; `$1,000`,
+  (`七日`, `7天`, `7 days`, `7-day` → `7d`; `7个工作日`, `7 business days` → `7wd`; `$1,000`,
   `1000美元`, `1,000 dollars` → `1000usd`); provides the bare number.
 - `number`: any other number → its digits.
 
@@ -161,6 +161,11 @@ for _code, _spellings in {
     "cm": ["厘米", "centimeters", "centimetres", "centimeter", "centimetre", "cm"],
     "mm": ["毫米", "millimeters", "millimetres", "millimeter", "millimetre", "mm"],
     "t": ["吨", "tonnes", "tonne"],
+    "cm2": ["平方厘米", "square centimeters", "square centimetres", "square centimeter", "square centimetre", "cm²", "cm2"],
+    "m2": ["平方米", "square meters", "square metres", "square meter", "square metre", "m²", "m2"],
+    "km2": ["平方公里", "平方千米", "square kilometers", "square kilometres", "square kilometer", "square kilometre", "km²", "km2"],
+    "ha": ["公顷", "hectares", "hectare"],
+    "mu": ["亩"],
     "tb": ["terabytes", "terabyte", "tb"],
     "gb": ["gigabytes", "gigabyte", "gb"],
     "mb": ["megabytes", "megabyte", "mb"],
@@ -223,8 +228,18 @@ _RANGE = re.compile(
     rf"{_NOT_AFTER_LETTER}({_NUM})\s*(?:-|–|—|~|～|至|到|\bto\b)\s*({_NUM})(?![\d])\s*(%|percent\b|(?:{_UNIT_ALT})(?![a-z]))?"
 )
 _QUANTITY = re.compile(
-    rf"{_NOT_AFTER_LETTER}{_AMOUNT}(?:\s?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
+    rf"{_NOT_AFTER_LETTER}{_AMOUNT}(?:[\s-]?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
 )
+# A rate: an amount per a unit or per an amount (`112.5 g per litre`, `22.5 g of sugars per 100 g`, `$5 a month`,
+# `每100毫升含糖11.25克`, `108元/亩`); up to three words may stand between the amount and `per`.
+_RATE_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}((?:us\$|\$|€)\s?)?({_NUM})[\s-]?((?:{_UNIT_ALT})(?![a-z]))?((?:\s+[a-z][a-z'-]*){{0,3}}?)"
+    rf"\s*(?:\bper\b|/|\b(?:for |of )?every\b|\beach\b|\ba\b|\ban\b)\s*(?:({_NUM})\s*)?((?:{_UNIT_ALT})(?![a-z]))"
+)
+_RATE_CN_PER_FIRST = re.compile(
+    f"每({_NUM}|{_CNN})?({_UNIT_ALT_CN})[\u4e00-\u9fff]{{0,4}}?({_NUM}|{_CNN})({_UNIT_ALT_CN})"
+)
+_RATE_CN_SLASH = re.compile(f"({_NUM}|{_CNN})({_UNIT_ALT_CN})/({_NUM}|{_CNN})?({_UNIT_ALT_CN})")
 _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w]|\.\d)")
 
 
@@ -386,6 +401,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_HALF_ALONE_CN, lambda m: _unit_amount(Decimal(0), m.group(1), Decimal("0.5"), add))
     take(_TENTHS_CN, lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2), Decimal(cn_number(m.group(3)) or 0) / 10, add))
     take(_VERSION, lambda m: add("number", m.group(1)))
+    take(_RATE_EN, lambda m: _rate(m.group(2), m.group(3) or _CURRENCY_WORD.get((m.group(1) or "").strip()),
+                                   m.group(5), m.group(6), add) if _plain(m.group(4)) else False)
+    take(_RATE_CN_PER_FIRST, lambda m: _rate(m.group(3), m.group(4), m.group(1), m.group(2), add))
+    take(_RATE_CN_SLASH, lambda m: _rate(m.group(1), m.group(2), m.group(3), m.group(4), add))
     take(_BETWEEN, range_)
     take(_RANGE, range_)
     take(_QUANTITY, quantity)
@@ -439,6 +458,37 @@ def _unit_amount(whole: Decimal | None, unit_word: str, extra: Decimal, add) -> 
     value = whole + extra
     number = _fmt(value)
     add("quantity", f"{number}{code}", number, value=value_key(value, word))
+    return None
+
+
+_CURRENCY_WORD = {"$": "dollars", "us$": "dollars", "€": "euros"}
+
+
+def _plain(words: str) -> bool:
+    """Words between a rate's amount and its `per` that hold no number or unit (`500 mg three times a day` is no
+    rate of 500 mg a day)."""
+    return not any(w in _UNITS or w in ("once", "twice", "thrice") or words_number([w]) is not None
+                   for w in words.split())
+
+
+def _rate(amount: str, unit_word: str | None, per_amount: str | None, per_word: str, add) -> bool | None:  # noqa: ANN001
+    """An amount per a unit (or per an amount of it) as a `rate` fact: `22.5g/100g`, by value when both units have one
+    (`ratio:0.225` when they are of one family, `mass/volume:112.5` in base units otherwise). It also provides its
+    two amounts, so a statement that names either still agrees."""
+    num, den = _cn_amount(amount), _cn_amount(per_amount) if per_amount else Decimal(1)
+    code, per_code = _UNITS.get(unit_word or ""), _UNITS.get(per_word)
+    if num is None or den is None or not den or code is None or per_code is None:
+        return False
+    if code == per_code and not per_amount:  # 每次…一次: a count of what it is counted per is no rate
+        return False
+    top, bottom = value_key(num, unit_word), value_key(den, per_word)
+    value = None
+    if top and bottom:
+        (fam, mag), (per_fam, per_mag) = top.split(":", 1), bottom.split(":", 1)
+        ratio = format(float(f"{float(mag) / float(per_mag):.9g}"), ".9g")
+        value = f"ratio:{ratio}" if fam == per_fam else f"{fam}/{per_fam}:{ratio}"
+    parts = [f"{_fmt(num)}{code}", *([f"{_fmt(den)}{per_code}"] if per_amount else []), *(k for k in (top, bottom) if k)]
+    add("rate", f"{_fmt(num)}{code}/{_fmt(den) if per_amount else ''}{per_code}", *parts, value=value)
     return None
 
 

@@ -38,7 +38,7 @@ CN_UNITS: dict[str, str] = {
     "天": "day", "日": "day", "自然日": "day", "个自然日": "day", "工作日": "business_day", "个工作日": "business_day",
     "周": "week", "星期": "week", "个星期": "week", "礼拜": "week", "个礼拜": "week", "个月": "month", "年": "year",
     "毫米": "millimeter", "厘米": "centimeter", "分米": "decimeter", "米": "meter", "公里": "kilometer", "千米": "kilometer",
-    "平方米": "meter**2", "平方公里": "kilometer**2", "平方千米": "kilometer**2", "公顷": "hectare", "亩": "mu",
+    "平方厘米": "centimeter**2", "平方米": "meter**2", "平方公里": "kilometer**2", "平方千米": "kilometer**2", "公顷": "hectare", "亩": "mu",
     "毫升": "milliliter", "升": "liter", "立方米": "meter**3",
     "毫克": "milligram", "克": "gram", "千克": "kilogram", "公斤": "kilogram", "斤": "jin", "吨": "metric_ton",
     "字节": "byte", "千字节": "kilobyte", "兆字节": "megabyte",
@@ -55,6 +55,7 @@ _FOLDED = {"kb": "kilobyte", "mb": "megabyte", "gb": "gigabyte", "tb": "terabyte
            "per mille": "permille", "‰": "permille", "usd": "usd", "cny": "cny", "rmb": "cny", "yuan": "cny", "eur": "eur",
            "euro": "eur", "euros": "eur", "dollar": "usd", "dollars": "usd", "business day": "business_day",
            "business days": "business_day", "ratio": "dimensionless", "working day": "business_day", "working days": "business_day",
+           "cm2": "centimeter**2", "m2": "meter**2", "km2": "kilometer**2",  # cm², m², km² after NFKC
            "people": "person", "persons": "person", "employees": "person", "times": "times", "hrs": "hour"}
 
 # pint unit name -> family; a unit outside this table is not a quantity in prose.
@@ -110,8 +111,7 @@ def unit_of(word: str) -> Unit | None:
         ((name, power),) = items.items()
         family = _FAMILY.get(name) if power == 1 else _POWERED.get(name, {}).get(int(power))
         return (family, str(parsed)) if family else None
-    base = expr.split("**")[0]
-    family = _FAMILY.get(base) or ("area" if expr.endswith("**2") else "volume" if expr.endswith("**3") else None)
+    family = "area" if expr.endswith("**2") else "volume" if expr.endswith("**3") else _FAMILY.get(expr)
     return (family, expr) if family else None
 
 

@@ -41,7 +41,34 @@ SAME = [
     ("30 centimetres", "30厘米", ["30cm"]),
     ("16 gigabytes", "16 GB", ["16gb"]),
     ("《中华人民共和国公司法》", "《中华人民共和国 公司法》", ["《中华人民共和国公司法》"]),
+    ("a 1.2-metre telescope", "a 1.2 metre telescope", ["1.2m"]),
+    ("a 30-day period", "a 30 day period", ["30d"]),
+    ("25 cm²", "25 square centimetres", ["25cm2"]),
+    ("108元/亩", "每亩108元", ["108cny/mu"]),
 ]
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("more than 22.5 g of sugars per 100 g", "more than 22.5% sugars"),
+    ("112.5 g per litre", "11.25 g of sugars per 100 ml"),
+    ("每100毫升含糖11.25克", "112.5 g per litre"),
+    ("$5 a month", "60 dollars per year"),
+])
+def test_a_rate_agrees_with_the_same_rate_written_another_way(a: str, b: str) -> None:
+    assert missing_fact(facts(a), norm(b), provided_keys(b)) is None
+
+
+def test_a_rate_provides_its_two_amounts() -> None:
+    assert {"22.5g", "100g"} <= provided_keys("22.5 g of sugars per 100 g")
+
+
+@pytest.mark.parametrize("text", ["500 mg twice a day", "500 mg three times a day"])
+def test_a_count_between_an_amount_and_per_makes_no_rate(text: str) -> None:
+    assert "500mg" in fact_tokens(text)
+
+
+def test_a_count_per_the_thing_counted_is_no_rate() -> None:
+    assert fact_tokens("科目二每次预约含两次补考机会") == ["2item"]
 
 
 @pytest.mark.parametrize(("a", "b", "tokens"), SAME)
