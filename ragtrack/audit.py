@@ -235,7 +235,7 @@ def vectors_check(cfg: RunConfig, version: str | None) -> Check:
 
 
 def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
-    from ragtrack.registry import code_sha256, module_sha256
+    from ragtrack.registry import bytes_code_sha256, code_sha256, module_sha256
     from ragtrack.scorers.base import get_scorer_class
 
     out = []
@@ -254,7 +254,10 @@ def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
             problems.append(f"logged v{version}, installed v{cls.version}")
         code_note = f"code sha256 {_short(installed)}" if code is not None else "code hash not logged by this run"
         if code is not None and code != installed:
-            if code == module_sha256(cls):  # logged before the hash covered imported modules
+            if code == bytes_code_sha256(cls):  # logged before the hash read syntax trees
+                code_note = (f"code sha256 {_short(code)} of its files' bytes (this run predates hashes of syntax "
+                             "trees), equal to the installed files'")
+            elif code == module_sha256(cls):  # logged before the hash covered imported modules
                 code_note = (f"code sha256 {_short(code)} of its module alone (this run predates hashes of the modules "
                              "it imports: those are proven only by the re-score)")
             else:

@@ -13,7 +13,7 @@ import importlib.util
 import inspect
 import sys
 from abc import ABC
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -24,7 +24,10 @@ from ragtrack.errors import InputError
 from ragtrack.hashing import sha256_bytes
 from ragtrack.types import ComponentInfo
 
-__all__ = ["Component", "Params", "Reach", "Registry", "code_modules", "code_sha256", "module_sha256", "reaching"]
+__all__ = [
+    "Component", "Params", "Reach", "Registry", "bytes_code_sha256", "code_modules", "code_sha256", "module_sha256",
+    "reaching", "source_sha256",
+]
 
 # What a parameter makes the process touch outside itself (see `ragtrack.trust`):
 # host: a server it calls; env: an environment variable whose value it sends; cache: a
@@ -41,17 +44,41 @@ def reaching(kind: Reach, default: Any = ..., **kwargs: Any) -> Any:
 
 @cache
 def code_sha256(cls: type) -> str:
-    """sha256 of the source the component's behaviour comes from: the module defining `cls` and
-    every module of its package it imports (`code_modules`), as sorted `module sha256` lines.
+    """sha256 of the code the component's behaviour comes from: the module defining `cls` and
+    every module of its package it imports (`code_modules`), as sorted `module sha256` lines,
+    each module hashed by its syntax tree without docstrings (`source_sha256`).
 
     Logged with every run (`scorer/<name>/code_sha256`), so that an audit can tell whether
     the installed code of a component is the code that produced a score, a change in a
-    helper such as `text.py` or `facts.py` included.
+    helper such as `text.py` or `facts.py` included; reformatting, comments and docstrings
+    leave it unchanged.
     """
+    return _hash_modules(cls, source_sha256)
+
+
+def bytes_code_sha256(cls: type) -> str:
+    """`code_sha256` over each module's bytes: the code hash of runs logged before 2026-11-25 (issue 19)."""
+    return _hash_modules(cls, lambda path: sha256_bytes(path.read_bytes()))
+
+
+def _hash_modules(cls: type, digest: Callable[[Path], str]) -> str:
     files = code_modules(cls.__module__)
     if not files:  # no source file (e.g. defined interactively): the source inspect can find
         return sha256_bytes(inspect.getsource(sys.modules[cls.__module__]).encode("utf-8"))
-    return sha256_bytes("".join(f"{name} {sha256_bytes(path.read_bytes())}\n" for name, path in sorted(files.items())).encode())
+    return sha256_bytes("".join(f"{name} {digest(path)}\n" for name, path in sorted(files.items())).encode())
+
+
+def source_sha256(path: Path) -> str:
+    """sha256 of a module's syntax tree (`ast.dump`, no positions) with its docstrings removed: the same for any
+    formatting, comment or docstring, different for any change a program could notice."""
+    tree = ast.parse(path.read_bytes(), str(path))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body and (
+            isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return sha256_bytes(ast.dump(tree).encode("utf-8"))
 
 
 def module_sha256(cls: type) -> str | None:

@@ -146,6 +146,17 @@ def test_a_run_logged_with_a_module_only_code_hash_passes_and_says_so(demo_store
     assert "✓ scorer eval_json_v2: v1 installed, code sha256 " in out and "of its module alone" in out
 
 
+def test_a_run_logged_with_a_byte_code_hash_passes_and_says_so(demo_store, capsys):
+    from ragtrack.registry import bytes_code_sha256
+    from ragtrack.scorers.eval_json_v2 import EvalJsonV2Scorer
+
+    run_id = demo_store.new_run()
+    _tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", bytes_code_sha256(EvalJsonV2Scorer))(demo_store, run_id)
+    code, out, _ = _audit(capsys, demo_store.uri, run_id)
+    assert code == 0
+    assert "of its files' bytes (this run predates hashes of syntax trees)" in out
+
+
 def test_an_audit_re_derives_a_built_index_version(tmp_path, demo_files):
     corpus = write_corpus(tmp_path / "corpus")
     cfg = make_config(demo_files, index=index_config(corpus).model_dump())

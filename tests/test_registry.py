@@ -68,6 +68,22 @@ def test_the_hash_ignores_a_module_the_component_does_not_import(pkg: Path) -> N
     assert code_sha256(_comp()) == before
 
 
+@pytest.mark.parametrize("edit", [
+    "from pkgx.deep import BASE\n\n\ndef double(x):  # twice, plus the base\n    return 2*x+BASE\n",
+    '"""Helpers."""\nfrom pkgx.deep import BASE\n\ndef double(x):\n    """Twice x, plus the base."""\n    return 2 * x + BASE\n',
+])
+def test_the_hash_ignores_formatting_comments_and_docstrings(pkg: Path, edit: str) -> None:
+    before = code_sha256(_comp())
+    (pkg / "helper.py").write_text(edit)
+    assert code_sha256(_comp()) == before
+
+
+def test_the_hash_changes_with_a_string_that_is_not_a_docstring(pkg: Path) -> None:
+    before = code_sha256(_comp())
+    (pkg / "deep.py").write_text('BASE = 0\nNAME = "x"\n')
+    assert code_sha256(_comp()) != before
+
+
 # ------------------------------------------------------------------ lazy built-ins
 
 
