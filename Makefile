@@ -20,7 +20,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## the demo: 3 adapters x 2 prompts, logged to ./mlflow.db
 	$(BIN)/ragtrack run -m adapter=base,lora_a,lora_b prompt=v1,v2
 
-test: $(STAMP)  ## the test suite
+test: $(STAMP)  ## format, lint and type checks, then the test suite
+	$(BIN)/ruff format --check --quiet ragtrack tests bench hydra_plugins
+	$(BIN)/ruff check --quiet ragtrack tests bench hydra_plugins
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress runs real processes)
@@ -43,4 +46,4 @@ ui: $(STAMP)  ## the MLflow UI on the demo's store (created or migrated first, u
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
 
 server: $(STAMP)  ## a team tracking stack on 127.0.0.1 (PostgreSQL + S3 stand-in + mlflow server) until Ctrl-C; AUTH=1 for basic-auth
-	$(BIN)/python -m ragtrack.devserver --port $(or $(PORT),5000) $(if $(AUTH),--auth)
+	$(BIN)/python -m ragtrack.app.devserver --port $(or $(PORT),5000) $(if $(AUTH),--auth)

@@ -62,7 +62,7 @@ def main() -> None:
         store = tmp / "store"
         store.mkdir()
         uri = f"sqlite:///{store / 'mlflow.db'}"
-        run = [sys.executable, "-m", "ragtrack.cli", "run",
+        run = [sys.executable, "-m", "ragtrack.app.cli", "run",
                f"eval_set.files=[{paths['questions']},{paths['qaset']}]", f"generator.params.path={paths['predictions']}",
                f"prompt.path={paths['prompt']}", f"index.path={paths['index']}", "tracking.experiment=bench",
                f"tracking.uri={uri}", f"hydra.run.dir={tmp / 'hydra'}"]
@@ -77,7 +77,7 @@ def main() -> None:
             print(f"    {size / 1e6:8.2f} MB  {path}")
         if args.audit:
             run_id = next(line.split()[-1] for line in err.splitlines() if "mlflow run full:" in line)
-            code, out, err, wall, cpu, rss = _measured([sys.executable, "-m", "ragtrack.cli", "audit", run_id,
+            code, out, err, wall, cpu, rss = _measured([sys.executable, "-m", "ragtrack.app.cli", "audit", run_id,
                                                         "--tracking-uri", uri], store)
             verdict = (out.strip().splitlines() or ["(no output)"])[-1]
             print(f"ragtrack audit: {verdict}; {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:,.0f} MB")

@@ -1,4 +1,4 @@
-"""Time of `ragtrack.compare.compare` (paired bootstrap + McNemar + moved cases) on synthetic runs.
+"""Time of `ragtrack.analysis.compare.compare` (paired bootstrap + McNemar + moved cases) on synthetic runs.
 
     python bench/bench_compare.py [--cases 1000 10000] [--resamples 2000]
 
@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from ragtrack.compare import RunRef, RunSide, compare
+from ragtrack.analysis.compare import RunRef, RunSide, compare
 
 SUBSCORES = ("target_audience", "main_topic", "sub_topic", "detailed_description_f1", "original_evidence",
              "predicted_questions_f1", "grounding")

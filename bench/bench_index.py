@@ -33,11 +33,11 @@ atexit.register(shutil.rmtree, os.environ["RAGTRACK_CACHE_DIR"], ignore_errors=T
 
 from omegaconf import OmegaConf  # noqa: E402
 
-from ragtrack.config import IndexConfig  # noqa: E402
-from ragtrack.embeddings import Embedder  # noqa: E402
+from ragtrack.inputs.config import IndexConfig  # noqa: E402
+from ragtrack.clients.embeddings import Embedder  # noqa: E402
 from ragtrack.index.build import CorpusFile, index_spec, open_index  # noqa: E402
 from ragtrack.index.retriever import Retriever  # noqa: E402
-from ragtrack.text import cjk_runs  # noqa: E402
+from ragtrack.nlp.text import cjk_runs  # noqa: E402
 
 DEMO = ROOT / "experiments" / "demo"
 MODES = ("dense", "bm25", "hybrid")

@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ragtrack.gencache import GenCache  # noqa: E402
-from ragtrack.llm import LLMClient, LLMSettings, Message  # noqa: E402
+from ragtrack.clients.gencache import GenCache  # noqa: E402
+from ragtrack.clients.llm import LLMClient, LLMSettings, Message  # noqa: E402
 from tests.llm_server import server_process  # noqa: E402
 
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ragtrack.scorers import Batch, build_scorer  # noqa: E402
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
 from tests.fake_encoder import FakeEncoder  # noqa: E402
 from tests.llm_server import server_process  # noqa: E402
 

@@ -29,8 +29,8 @@ DEMO = ROOT / "experiments" / "demo"
 
 MATCH = """
 import resource, sys, time
-from ragtrack.eval_sets import load_eval_set
-from ragtrack.predictions import match_prediction_file
+from ragtrack.inputs.eval_sets import load_eval_set
+from ragtrack.inputs.predictions import match_prediction_file
 es, _ = load_eval_set(sys.argv[2:])
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
@@ -90,7 +90,7 @@ def main() -> None:
         print(f"match  wall {wall:6.2f} s (match_prediction_file {float(match_s):.2f} s)  peak RSS {peak / 1024:7.1f} MB  "
               f"(after imports {int(base) / 1024:.1f} MB; unmatched {unmatched}, duplicates {dups}, missing {missing})")
 
-        score = [sys.executable, "-m", "ragtrack.cli", "score", "--predictions", str(preds), "--json",
+        score = [sys.executable, "-m", "ragtrack.app.cli", "score", "--predictions", str(preds), "--json",
                  "--scorer", "eval_json_v2", "--scorer", "refusal_citation"]
         for f in eval_files:
             score += ["--eval-set", f]

@@ -37,9 +37,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragtrack import embeddings  # noqa: E402
+from ragtrack.clients import embeddings  # noqa: E402
 from ragtrack.scorers import Batch, build_scorer  # noqa: E402
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
 
 EN_SUBJECTS = ["The refund", "The premium plan", "An FHA loan", "The Lisbon office", "Amoxicillin", "The API gateway",
                "Article 12 of the charter", "The Berlin warehouse", "The annual audit", "The Python client"]
@@ -184,7 +184,7 @@ def main() -> None:
     emb.identity  # hash the weights once, outside the timings
     embeddings._load(emb.folder)
     raw_encode(["warm up"])
-    from ragtrack.entities import extract
+    from ragtrack.nlp.entities import extract
 
     extract("预热中文分词")  # jieba's dictionary, once
     rss_model = psutil.Process().memory_info().rss

@@ -29,11 +29,11 @@ from rapidfuzz import fuzz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragtrack.hashing import sha256_bytes  # noqa: E402
+from ragtrack.core.hashing import sha256_bytes  # noqa: E402
 from ragtrack.scorers import Batch, build_scorer, get_scorer_class  # noqa: E402
 from ragtrack.scorers.reliability import DIR as RELIABILITY_DIR, Accuracy, Reliability  # noqa: E402
-from ragtrack.text import norm  # noqa: E402
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
+from ragtrack.nlp.text import norm  # noqa: E402
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
 
 PAIRS_DIR = Path(__file__).resolve().parent / "rag_pairs"
 LOWER_IS_BETTER = {"earag/hallucination"}

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _config(paths: dict[str, Path], uri: str):
-    from ragtrack.config import RunConfig
+    from ragtrack.inputs.config import RunConfig
 
     return RunConfig.from_container(
         {
@@ -47,7 +47,7 @@ def _config(paths: dict[str, Path], uri: str):
 
 
 def in_process(paths: dict[str, Path], tmp: Path, repeat: int) -> None:
-    from ragtrack.runner import run
+    from ragtrack.run.runner import run
     from ragtrack.tracking import MlflowSink
 
     uri = f"sqlite:///{tmp / 'inproc.db'}"
@@ -81,7 +81,7 @@ def _wall(cmd: list[str], cwd: Path) -> float:
 
 def as_command(paths: dict[str, Path], tmp: Path, repeat: int) -> None:
     py = sys.executable
-    ragtrack = [py, "-m", "ragtrack.cli", "run"]
+    ragtrack = [py, "-m", "ragtrack.app.cli", "run"]
     overrides = [
         f"eval_set.files=[{paths['questions']},{paths['qaset']}]",
         f"generator.params.path={paths['predictions']}",

@@ -72,10 +72,10 @@ sys.exit(getattr(importlib.import_module(entry_module), entry_name)())
 """
 
 RAGTRACK_PHASES = [
-    ("ragtrack.runner", "load_eval_set", "eval set"),
-    ("ragtrack.runner", "match_prediction_file", "predictions"),
-    ("ragtrack.runner", "score", "scoring"),
-    ("ragtrack.runner", "case_rows", "rows"),
+    ("ragtrack.run.runner", "load_eval_set", "eval set"),
+    ("ragtrack.run.runner", "match_prediction_file", "predictions"),
+    ("ragtrack.run.runner", "score", "scoring"),
+    ("ragtrack.run.runner", "case_rows", "rows"),
 ]
 ORACLE_PHASES = [
     ("oracle_eval_json_v2", "load_question_v2", "eval set"),
@@ -197,7 +197,7 @@ def phases(argv: list[str], probes: list[tuple[str, str, str]], entry: str) -> d
 def import_profile(argv: list[str], top: int = 8) -> tuple[float, list[tuple[str, float]]]:
     """`(total import s, [(top-level package, self s), ...])` of one run under `-X importtime`."""
     probe = [str(PYTHON), "-X", "importtime", "-c",
-             "import sys; from ragtrack.cli import main; sys.argv[0] = 'ragtrack'; sys.exit(main())", *argv]
+             "import sys; from ragtrack.app.cli import main; sys.argv[0] = 'ragtrack'; sys.exit(main())", *argv]
     done = subprocess.run(probe, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, check=False)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"-X importtime run exited {done.returncode}: {done.stderr[-2000:]}")
@@ -214,7 +214,7 @@ def import_profile(argv: list[str], top: int = 8) -> tuple[float, list[tuple[str
 
 def breakdown(cmds: dict[str, list[str]]) -> None:
     """Where ragtrack's extra CPU goes: phase table of one run each, and imports by package."""
-    theirs = phases(cmds["ragtrack"], RAGTRACK_PHASES, "ragtrack.cli:main")
+    theirs = phases(cmds["ragtrack"], RAGTRACK_PHASES, "ragtrack.app.cli:main")
     ours = phases(cmds["oracle"], ORACLE_PHASES, "oracle_eval_json_v2:main")
     print("\nbreakdown, process CPU s of one timed run each (timers around the named functions):")
     print(f"  {'phase':<18} {'ragtrack':>9} {'oracle':>9} {'extra':>9}")

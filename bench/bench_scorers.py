@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # noqa: E402
 
-from ragtrack.eval_sets import load_eval_set  # noqa: E402
-from ragtrack.predictions import match_prediction_file  # noqa: E402
+from ragtrack.inputs.eval_sets import load_eval_set  # noqa: E402
+from ragtrack.inputs.predictions import match_prediction_file  # noqa: E402
 from ragtrack.scorers import Batch, build_scorer  # noqa: E402
 
 

@@ -8,7 +8,7 @@ traces with `--no-traces`), through Hydra's joblib launcher with `n_jobs = --job
 processes, logged
 
 - to `mlflow server` on PostgreSQL with artifacts in S3 (moto), started here on 127.0.0.1
-  (`ragtrack.devserver`), and
+  (`ragtrack.app.devserver`), and
 - to an embedded SQLite store in a temporary directory.
 
 Printed per store: the sweep's wall time and runs/s; p50/p95 of the time to log one run
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ragtrack.devserver import MotoS3, Postgres, TrackingServer  # noqa: E402
+from ragtrack.app.devserver import MotoS3, Postgres, TrackingServer  # noqa: E402
 
 EXPERIMENT = "bench-server"
 KINDS = ("metrics", "inputs", "files", "traces")  # what each run must hold the same count of
@@ -43,7 +43,7 @@ BUCKET = "ragtrack-bench"
 def sweep(uri: str, jobs: int, runs: int, traces: bool) -> float:
     """Run the sweep into `uri`; its wall time in seconds."""
     names = ",".join(f"b{i:03d}" for i in range(jobs * runs))
-    cmd = [sys.executable, "-m", "ragtrack.cli", "run", "-m", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}",
+    cmd = [sys.executable, "-m", "ragtrack.app.cli", "run", "-m", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}",
            "adapter=lora_b", "prompt=v2", f"tracking.run_name={names}", f"tracking.experiment={EXPERIMENT}", f"tracking.uri={uri}"]
     if not traces:
         cmd.append("tracking.traces_max_cases=0")

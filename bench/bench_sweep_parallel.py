@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _sweep(tmp: Path, launcher: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds (the command and every process it waited for) of one demo sweep into a new store."""
     store = Path(tempfile.mkdtemp(dir=tmp))
-    cmd = [sys.executable, "-m", "ragtrack.cli", "run", "-m", "adapter=base,lora_a,lora_b", "prompt=v1,v2", *launcher,
+    cmd = [sys.executable, "-m", "ragtrack.app.cli", "run", "-m", "adapter=base,lora_a,lora_b", "prompt=v1,v2", *launcher,
            f"tracking.uri=sqlite:///{store / 'mlflow.db'}", f"hydra.sweep.dir={store / 'hydra'}"]
     before = os.times()
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ of them landed. Each round writes the cases twice, in alternating order: as ragt
 public path, `batch=False`). It prints the median and range of CPU and wall time over
 `--rounds` rounds (CPU is the stable measure on a shared machine). `--server` writes to
 `mlflow server --workers 2` on PostgreSQL with artifacts in moto's S3, started on
-127.0.0.1 (`ragtrack.devserver`), instead: one HTTP request per trace either way,
+127.0.0.1 (`ragtrack.app.devserver`), instead: one HTTP request per trace either way,
 several in flight. Part 2 (`--run`) logs a real `--cases`-case run (both scorers, ~18
 per-case columns) with traces and without (`tracking.traces_max_cases=0`), alternated:
 the extra CPU a run pays for its traces. Targets: issue #8, ≤ 15 s extra for 1,000 cases;
@@ -35,8 +35,8 @@ import synth  # noqa: E402
 
 
 def _cases(n: int, subscores: int):
-    from ragtrack.case_traces import CaseAssessment, CaseTrace
-    from ragtrack.types import ContextChunk
+    from ragtrack.run.case_traces import CaseAssessment, CaseTrace
+    from ragtrack.core.types import ContextChunk
 
     return [
         CaseTrace(
@@ -65,8 +65,8 @@ def sqlite_store(tmp: Path) -> Iterator[tuple[str, str]]:
 
 @contextmanager
 def server_store(tmp: Path) -> Iterator[tuple[str, str | None]]:
-    """`mlflow server --workers 2` on PostgreSQL with artifacts in moto's S3, on 127.0.0.1 (`ragtrack.devserver`)."""
-    from ragtrack.devserver import MotoS3, Postgres, TrackingServer
+    """`mlflow server --workers 2` on PostgreSQL with artifacts in moto's S3, on 127.0.0.1 (`ragtrack.app.devserver`)."""
+    from ragtrack.app.devserver import MotoS3, Postgres, TrackingServer
 
     pg, s3 = Postgres(), MotoS3(tmp)
     server = None
@@ -122,8 +122,8 @@ def write_and_count(uri: str, artifacts: str | None, where: str, n: int, subscor
 
 def real_run(tmp: Path, n: int, rounds: int) -> None:
     """The logging of a real run with and without its traces, alternated: the CPU a run pays for its traces."""
-    from ragtrack.config import RunConfig
-    from ragtrack.runner import run
+    from ragtrack.inputs.config import RunConfig
+    from ragtrack.run.runner import run
     from ragtrack.tracking import MlflowSink
 
     paths = synth.write(tmp / "data", n)

@@ -133,7 +133,7 @@ def _env(root: Path) -> dict[str, str]:
 
 def _ragtrack(root: Path, args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "ragtrack.cli", "run", *args], cwd=root, env=_env(root),
+        return subprocess.Popen([sys.executable, "-m", "ragtrack.app.cli", "run", *args], cwd=root, env=_env(root),
                                 stdout=out, stderr=subprocess.STDOUT)
 
 
@@ -273,8 +273,8 @@ def expected_metric_count(root: Path) -> int:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from ragtrack.config import RunConfig
-    from ragtrack.runner import run_job
+    from ragtrack.inputs.config import RunConfig
+    from ragtrack.run.runner import run_job
 
     cwd = os.getcwd()
     os.chdir(root)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ragtrack.config import RunConfig
+from ragtrack.inputs.config import RunConfig
 
 ANSWER_EXAMPLES = {
     "a1": {

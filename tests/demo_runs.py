@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragtrack.config import RunConfig
+from ragtrack.inputs.config import RunConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "experiments" / "demo"
@@ -31,7 +31,7 @@ def demo_config(store: Path, adapter: str = "lora_b", prompt: str = "v2", *, pre
 
 def log_demo_run(cfg: RunConfig) -> str:
     """Score and log `cfg` as ragtrack does; the new run's id."""
-    from ragtrack.hydra_app import execute
+    from ragtrack.app.hydra_app import execute
 
     execute(cfg)
     from mlflow.tracking import MlflowClient

@@ -16,7 +16,7 @@ def build(folder: Path, *, leaning: str | None = None, labels: dict[int, str] | 
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from ragtrack.embeddings import resolve_model
+    from ragtrack.clients.embeddings import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(None))
     labels = labels or LABELS

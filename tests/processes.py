@@ -14,7 +14,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parent.parent
-RAGTRACK = [sys.executable, "-m", "ragtrack.cli"]
+RAGTRACK = [sys.executable, "-m", "ragtrack.app.cli"]
 PR_SET_PDEATHSIG = 1  # prctl(2)
 SLOW = "generator=callable generator.params.target=tests.generators.sample_fns:slow".split()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragtrack.cli import main
-from ragtrack.config import load_run_config
+from ragtrack.app.cli import main
+from ragtrack.inputs.config import load_run_config
 from tests.demo_runs import DEMO, artifact_dir
 from tests.llm_server import LLMServer, reply
 

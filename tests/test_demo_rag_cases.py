@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ragtrack.eval_sets import load_eval_set
+from ragtrack.inputs.eval_sets import load_eval_set
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = yaml.safe_load((ROOT / "conf" / "eval_set" / "rag_demo.yaml").read_text(encoding="utf-8"))["files"]

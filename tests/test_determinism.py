@@ -12,7 +12,7 @@ DEMO = ROOT / "experiments" / "demo"
 
 
 def _score(hash_seed: str) -> bytes:
-    args = [sys.executable, "-m", "ragtrack.cli", "score", "--eval-set", str(DEMO / "questions.json"),
+    args = [sys.executable, "-m", "ragtrack.app.cli", "score", "--eval-set", str(DEMO / "questions.json"),
             "--eval-set", str(DEMO / "qaset.json"), "--predictions", str(DEMO / "predictions" / "lora_a__v1.jsonl"),
             "--scorer", "eval_json_v2", "--scorer", "refusal_citation", "--json"]
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}

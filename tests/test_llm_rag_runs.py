@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.config import RunConfig
-from ragtrack.hydra_app import execute
+from ragtrack.inputs.config import RunConfig
+from ragtrack.app.hydra_app import execute
 from ragtrack.scorers.llm_batch import LlmFailureRateError
 from tests.conftest import make_config, write_demo_files, write_jsonl
 from tests.index.corpus import index_config, write_corpus

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ragtrack.errors import InputError
-from ragtrack.eval_sets import load_eval_file, load_eval_set, make_subset, subset_eval_set
+from ragtrack.core.errors import InputError
+from ragtrack.inputs.eval_sets import load_eval_file, load_eval_set, make_subset, subset_eval_set
 
 RAGTRACK = str(Path(sys.executable).with_name("ragtrack"))
 

@@ -1,9 +1,9 @@
 """ragtrack's Hydra sweeper plugin: Hydra only instantiates plugins defined under `hydra_plugins`."""
 
-from ragtrack.sweep import TrackedSweeper
+from ragtrack.app.sweep import TrackedSweeper
 
 __all__ = ["RagtrackSweeper"]
 
 
 class RagtrackSweeper(TrackedSweeper):
-    """`hydra/sweeper=ragtrack`: see `ragtrack.sweep.TrackedSweeper`."""
+    """`hydra/sweeper=ragtrack`: see `ragtrack.app.sweep.TrackedSweeper`."""

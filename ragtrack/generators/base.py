@@ -10,8 +10,8 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from ragtrack.registry import Component, Params, Registry
-from ragtrack.types import EvalCase, Generation
+from ragtrack.core.registry import Component, Params, Registry
+from ragtrack.core.types import EvalCase, Generation
 
 if TYPE_CHECKING:
     from ragtrack.index.build import IndexSpec

@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
-from ragtrack.predictions import parse_prediction
-from ragtrack.prompts import render_prompt
-from ragtrack.types import EvalCase, Generation, Prediction
+from ragtrack.inputs.predictions import parse_prediction
+from ragtrack.inputs.prompts import render_prompt
+from ragtrack.core.types import EvalCase, Generation, Prediction
 
 __all__ = ["CallableGenerator", "resolve_target"]
 

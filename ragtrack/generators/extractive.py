@@ -38,8 +38,8 @@ from pydantic import Field
 
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
 from ragtrack.index.chunker import Span, sentence_spans
-from ragtrack.text import terms
-from ragtrack.types import EvalCase, Generation, Prediction
+from ragtrack.nlp.text import terms
+from ragtrack.core.types import EvalCase, Generation, Prediction
 
 if TYPE_CHECKING:
     from ragtrack.index.retriever import Hit, Retriever

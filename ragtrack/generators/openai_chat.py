@@ -27,12 +27,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from ragtrack.errors import InputError
-from ragtrack.gencache import open_cache
+from ragtrack.core.errors import InputError
+from ragtrack.clients.gencache import open_cache
 from ragtrack.generators.base import Generator, register_generator
-from ragtrack.llm import LLMClient, LLMSettings, Message
-from ragtrack.prompts import render_prompt
-from ragtrack.types import ContextChunk, EvalCase, Generation, Prediction
+from ragtrack.clients.llm import LLMClient, LLMSettings, Message
+from ragtrack.inputs.prompts import render_prompt
+from ragtrack.core.types import ContextChunk, EvalCase, Generation, Prediction
 
 __all__ = ["OpenAIChatGenerator"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
-from ragtrack.predictions import match_prediction_file
-from ragtrack.types import EvalCase, Generation
+from ragtrack.inputs.predictions import match_prediction_file
+from ragtrack.core.types import EvalCase, Generation
 
 __all__ = ["ReplayGenerator"]
 

@@ -38,13 +38,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack import embeddings
-from ragtrack.cachedir import cache_root
-from ragtrack.config import IndexConfig
-from ragtrack.errors import InputError
-from ragtrack.hashing import sha256_bytes, sha256_file, sha256_json
+from ragtrack.clients import embeddings
+from ragtrack.core.cachedir import cache_root
+from ragtrack.inputs.config import IndexConfig
+from ragtrack.core.errors import InputError
+from ragtrack.core.hashing import sha256_bytes, sha256_file, sha256_json
 from ragtrack.index.chunker import Span, chunk_spans, paragraph_spans, title
-from ragtrack.types import IndexManifest
+from ragtrack.core.types import IndexManifest
 
 __all__ = [
     "INDEX_FORMAT",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from ragtrack.config import ChunkerConfig
+from ragtrack.inputs.config import ChunkerConfig
 
 __all__ = ["Span", "chunk_spans", "paragraph_spans", "sentence_spans", "title"]
 

@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.index.build import Chunk, Index
-from ragtrack.text import terms
-from ragtrack.types import ContextChunk
+from ragtrack.nlp.text import terms
+from ragtrack.core.types import ContextChunk
 
 __all__ = ["BM25", "Hit", "Mode", "Retriever"]
 

@@ -24,7 +24,7 @@ class RagtrackRunContext(RunContextProvider):
 
     def tags(self) -> dict[str, str]:
         from ragtrack import __version__
-        from ragtrack.provenance import git_state
+        from ragtrack.core.provenance import git_state
 
         commit, dirty = git_state()
         return {"ragtrack.version": __version__, "ragtrack.git_commit": commit, "ragtrack.git_dirty": str(dirty).lower()}

@@ -27,12 +27,12 @@ from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 
 if TYPE_CHECKING:
     import pandas
 
-    from ragtrack.predictions import PredictionRecord
+    from ragtrack.inputs.predictions import PredictionRecord
 
 __all__ = ["EvaluatorConfig", "RagtrackEvaluator"]
 
@@ -78,8 +78,8 @@ class RagtrackEvaluator(ModelEvaluator):
         import pandas as pd
 
         from ragtrack import __version__
-        from ragtrack.gates import parse_gates
-        from ragtrack.runner import score_files
+        from ragtrack.analysis.gates import parse_gates
+        from ragtrack.run.runner import score_files
         from ragtrack.scorers import build_scorer
         from ragtrack.tracking.sink import log_batches, scorer_params
 
@@ -111,7 +111,7 @@ def _answers(dataset: Any) -> pandas.DataFrame:
 
 def _records(frame: pandas.DataFrame) -> list[PredictionRecord]:
     """Each row as a predictions line: empty cells (None, NaN) left out, arrays as lists."""
-    from ragtrack.predictions import parse_prediction
+    from ragtrack.inputs.predictions import parse_prediction
 
     records = []
     for i, row in enumerate(frame.to_dict("records")):

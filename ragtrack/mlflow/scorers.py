@@ -33,11 +33,11 @@ from mlflow.entities import Feedback
 from mlflow.genai.scorers import Scorer as MlflowScorer
 from pydantic import Field, ValidationError
 
-from ragtrack.errors import InputError
-from ragtrack.eval_sets import load_eval_set
-from ragtrack.predictions import match_prediction_file, parse_prediction
+from ragtrack.core.errors import InputError
+from ragtrack.inputs.eval_sets import load_eval_set
+from ragtrack.inputs.predictions import match_prediction_file, parse_prediction
 from ragtrack.scorers import Batch, build_scorer
-from ragtrack.types import EvalCase, Prediction
+from ragtrack.core.types import EvalCase, Prediction
 
 __all__ = ["RagtrackScorer", "eval_rows", "ragtrack_scorer", "to_case", "to_prediction"]
 

@@ -16,9 +16,9 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.errors import InputError
-from ragtrack.registry import Component, Params, Registry
-from ragtrack.types import EvalCase, EvalFormat, EvalSet, Generation, Prediction, ScorerOutput, ScoreValue
+from ragtrack.core.errors import InputError
+from ragtrack.core.registry import Component, Params, Registry
+from ragtrack.core.types import EvalCase, EvalFormat, EvalSet, Generation, Prediction, ScorerOutput, ScoreValue
 
 __all__ = [
     "SCORERS",

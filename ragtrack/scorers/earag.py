@@ -1,6 +1,6 @@
 """Scorer `earag`: seed 003's entity-aware evaluation of policy and regulation answers (SPEC §4).
 
-Per case, with Q, A the entities of question and answer (`ragtrack.entities`, offline
+Per case, with Q, A the entities of question and answer (`ragtrack.nlp.entities`, offline
 extractor; or the seed's LLM prompt, `earag_llm`) and the known entities (the case's
 `graph_entities` when given, else the retrieved contexts):
 
@@ -35,13 +35,13 @@ from collections.abc import Callable, Sequence
 
 from pydantic import Field, field_validator
 
-from ragtrack.entities import Entity, extract, occurs
+from ragtrack.nlp.entities import Entity, extract, occurs
 from ragtrack.scorers import earag_llm
 from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
 from ragtrack.scorers.judge import RagJudge
 from ragtrack.scorers.llm_judge import LlmJudge
 from ragtrack.scorers.rag import NO_ANSWER, NO_CONTEXTS, EmbeddingScorer, Metric, RagInputs, SupportParams, aggregate_means, faithfulness
-from ragtrack.types import CaseScore, EvalCase, ScoreValue
+from ragtrack.core.types import CaseScore, EvalCase, ScoreValue
 
 __all__ = ["DIMENSIONS", "EaragParams", "EaragScorer", "dimensions", "level_of"]
 

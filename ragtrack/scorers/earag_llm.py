@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ragtrack.entities import Entity, extract
-from ragtrack.prompts import Prompt, fill_as_data
+from ragtrack.nlp.entities import Entity, extract
+from ragtrack.inputs.prompts import Prompt, fill_as_data
 from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.scorers.llm_batch import LlmBatch, ReplyError, read_json
-from ragtrack.text import norm
+from ragtrack.nlp.text import norm
 
 __all__ = ["FALLBACK_SCORE", "PROMPTS", "llm_entities", "llm_score", "read_entities", "read_score"]
 

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
-from ragtrack.text import bigrams_normed, evidence_keywords, fuzzy_equal_normed, norm
-from ragtrack.types import CaseScore, ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
+from ragtrack.nlp.text import bigrams_normed, evidence_keywords, fuzzy_equal_normed, norm
+from ragtrack.core.types import CaseScore, ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
 
 __all__ = ["EvalJsonV2Scorer", "SUBSCORES", "parse_answer"]
 

@@ -21,11 +21,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 from rapidfuzz import fuzz
 
-from ragtrack.contradiction import added_words, conflict, quantity_conflict, words
-from ragtrack.entities import focus
-from ragtrack.facts import facts, missing_fact, provided_keys
-from ragtrack.lexical import content_tokens, coverage, split_statements
-from ragtrack.text import norm
+from ragtrack.nlp.contradiction import added_words, conflict, quantity_conflict, words
+from ragtrack.nlp.entities import focus
+from ragtrack.nlp.facts import facts, missing_fact, provided_keys
+from ragtrack.nlp.lexical import content_tokens, coverage, split_statements
+from ragtrack.nlp.text import norm
 
 __all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict", "unmatched"]
 
@@ -64,7 +64,7 @@ class JudgeFailure(Exception):
 
 
 class Encoder(Protocol):
-    """Texts to L2-normalised row vectors (`ragtrack.embeddings.Embedder`, or a fake in tests)."""
+    """Texts to L2-normalised row vectors (`ragtrack.clients.embeddings.Embedder`, or a fake in tests)."""
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 

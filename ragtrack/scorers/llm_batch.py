@@ -4,7 +4,7 @@ A scorer's per-case code asks its questions through `LlmBatch.ask(prompt, read, 
 `prefetch(evaluate)` runs that code (`evaluate`: every case of the batch) in planning
 passes: a question not answered yet is recorded and gets its `stand_in`, so the code goes
 on and records what it will ask next; after each pass every recorded question is sent at
-once through `ragtrack.llm` (at most `concurrency` requests in flight) and the generation
+once through `ragtrack.clients.llm` (at most `concurrency` requests in flight) and the generation
 cache. Passes repeat until one records nothing new: a question that depends on an earlier
 answer (a support verdict needs the statements) goes out in the next pass. Then the code
 runs for real and every answer is looked up (a question that was not planned is sent on
@@ -35,13 +35,13 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from ragtrack.errors import InputError
-from ragtrack.gencache import open_cache
-from ragtrack.llm import BatchStats, LLMClient, LLMError, LLMSettings, Message
-from ragtrack.prompts import Prompt, load_prompt
-from ragtrack.registry import reaching
+from ragtrack.core.errors import InputError
+from ragtrack.clients.gencache import open_cache
+from ragtrack.clients.llm import BatchStats, LLMClient, LLMError, LLMSettings, Message
+from ragtrack.inputs.prompts import Prompt, load_prompt
+from ragtrack.core.registry import reaching
 from ragtrack.scorers.judge import JudgeFailure
-from ragtrack.types import ScoreValue
+from ragtrack.core.types import ScoreValue
 
 __all__ = ["PROMPT_DIR", "JudgeLLMSettings", "LlmBatch", "LlmFailureRateError", "ReplyError", "llm_info", "load_prompts", "read_json"]
 

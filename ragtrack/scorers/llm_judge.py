@@ -29,8 +29,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ragtrack.lexical import split_statements
-from ragtrack.prompts import Prompt, fill_as_data
+from ragtrack.nlp.lexical import split_statements
+from ragtrack.inputs.prompts import Prompt, fill_as_data
 from ragtrack.scorers.judge import OfflineJudge, Verdict
 from ragtrack.scorers.llm_batch import LlmBatch, ReplyError, read_json
 

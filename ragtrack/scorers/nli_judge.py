@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragtrack.embeddings import ModelIdentity, model_identity, resolve_model
-from ragtrack.errors import InputError
-from ragtrack.lexical import split_statements
+from ragtrack.clients.embeddings import ModelIdentity, model_identity, resolve_model
+from ragtrack.core.errors import InputError
+from ragtrack.nlp.lexical import split_statements
 from ragtrack.scorers.judge import OfflineJudge, Verdict, unmatched
-from ragtrack.text import norm
+from ragtrack.nlp.text import norm
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder

@@ -29,20 +29,20 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from rapidfuzz import fuzz
 
-from ragtrack.cachedir import cache_root
-from ragtrack.embeddings import DEFAULT_MODEL
-from ragtrack.entities import focus
-from ragtrack.errors import InputError
-from ragtrack.prompts import Prompt
-from ragtrack.registry import code_sha256, reaching
+from ragtrack.core.cachedir import cache_root
+from ragtrack.clients.embeddings import DEFAULT_MODEL
+from ragtrack.nlp.entities import focus
+from ragtrack.core.errors import InputError
+from ragtrack.inputs.prompts import Prompt
+from ragtrack.core.registry import code_sha256, reaching
 from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
 from ragtrack.scorers import reliability
 from ragtrack.scorers.judge import Encoder, JudgeFailure, OfflineJudge, RagJudge, Verdict
 from ragtrack.scorers.llm_batch import JudgeLLMSettings, LlmBatch, llm_info, load_prompts
 from ragtrack.scorers.llm_judge import PROMPTS as LLM_JUDGE_PROMPTS, LlmJudge
 from ragtrack.scorers.nli_judge import NliJudge, NliModel
-from ragtrack.text import norm
-from ragtrack.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
+from ragtrack.nlp.text import norm
+from ragtrack.core.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 
 __all__ = [
     "METRICS",
@@ -100,7 +100,7 @@ class SupportParams(ScorerParams):
     @classmethod
     def _model_exists(cls, v: str | None) -> str | None:
         """A model that cannot be found fails when the scorer is built, before any run starts."""
-        from ragtrack.embeddings import resolve_model
+        from ragtrack.clients.embeddings import resolve_model
 
         if v is None:
             return v
@@ -326,7 +326,7 @@ class EmbeddingScorer(Scorer):
 
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            from ragtrack import embeddings
+            from ragtrack.clients import embeddings
 
             cache = str(cache_root("embeddings")) if self.p.embedding_cache else None
             self._encoder = embeddings.shared(self.p.model, batch_size=self.p.batch_size, cache_dir=cache)

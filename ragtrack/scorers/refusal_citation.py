@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from pydantic import field_validator
 
 from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, register_scorer
-from ragtrack.text import cjk_runs, norm
-from ragtrack.types import CaseScore, Gold, Prediction, ScorerOutput, ScoreValue
+from ragtrack.nlp.text import cjk_runs, norm
+from ragtrack.core.types import CaseScore, Gold, Prediction, ScorerOutput, ScoreValue
 
 __all__ = [
     "CJK_WINDOW",

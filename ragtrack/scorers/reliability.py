@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.hashing import sha256_bytes
+from ragtrack.core.hashing import sha256_bytes
 
 __all__ = ["DIR", "Accuracy", "Reliability", "load", "note", "wilson"]
 

@@ -18,7 +18,7 @@ counted failure: every dimension gets `failure_score`, the case is flagged
 `max_parse_failure_rate`. `weighted_score = 0.5·accuracy + 0.3·completeness + 0.2·clarity`;
 a case passes when `accuracy >= pass_threshold`.
 
-Judge calls go through `ragtrack.llm` and the generation cache; the prompt file's sha256
+Judge calls go through `ragtrack.clients.llm` and the generation cache; the prompt file's sha256
 is logged with the judge's model id (`scorer/rubric_judge/prompt_sha256`, `…/model`).
 """
 
@@ -32,13 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragtrack.errors import InputError
-from ragtrack.gencache import open_cache
-from ragtrack.llm import LLMClient, LLMSettings, Message
-from ragtrack.prompts import defuse, fill, format_context, load_prompt
-from ragtrack.registry import reaching
+from ragtrack.core.errors import InputError
+from ragtrack.clients.gencache import open_cache
+from ragtrack.clients.llm import LLMClient, LLMSettings, Message
+from ragtrack.inputs.prompts import defuse, fill, format_context, load_prompt
+from ragtrack.core.registry import reaching
 from ragtrack.scorers.base import Batch, Scorer, mean_or_nan, register_scorer
-from ragtrack.types import CaseScore, ComponentInfo, ScorerOutput, ScoreValue
+from ragtrack.core.types import CaseScore, ComponentInfo, ScorerOutput, ScoreValue
 
 __all__ = ["DEFAULT_PROMPT", "JudgeParseError", "RubricJudgeScorer", "Verdict", "as_data", "parse_verdict"]
 

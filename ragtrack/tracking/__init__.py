@@ -19,6 +19,8 @@ otherwise: its background thread removes a variable from `os.environ` at a momen
 choosing, and any thread reading the environment meanwhile fails with KeyError, MLflow's own
 HTTP client included (requests looks up proxies there): under bench/bench_server.py that
 failed 1 sweep job of 32, twice in four sweeps. Set before the first `import mlflow`.
+
+May import: every package but `app` and `mlflow`.
 """
 
 import os

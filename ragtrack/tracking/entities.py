@@ -23,7 +23,7 @@ from typing import TypeVar
 from filelock import FileLock
 from mlflow.exceptions import MlflowException
 
-from ragtrack.errors import disk_full
+from ragtrack.core.errors import disk_full
 from ragtrack.tracking.store import LOCK_TIMEOUT_S, sqlite_path
 
 __all__ = ["creating_entities", "find_or_create", "optional"]

@@ -25,7 +25,7 @@ from mlflow.tracking import MlflowClient
 
 from ragtrack.tracking.entities import find_or_create, optional
 from ragtrack.tracking.search import equals
-from ragtrack.types import EvalCase
+from ragtrack.core.types import EvalCase
 
 __all__ = ["EVAL_DATASET_TAG", "dataset_name", "ensure_eval_dataset", "records_of"]
 

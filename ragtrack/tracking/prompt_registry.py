@@ -28,12 +28,12 @@ from mlflow.tracing.constant import TraceTagKey
 from mlflow.tracing.utils.prompt import update_linked_prompts_tag
 from mlflow.tracking import MlflowClient
 
-from ragtrack.cachedir import cache_root
-from ragtrack.config import PROMPT_URI
-from ragtrack.errors import InputError, disk_full
-from ragtrack.hashing import sha256_bytes
-from ragtrack.prompts import Prompt, prompt_of
-from ragtrack.redact import redact_text
+from ragtrack.core.cachedir import cache_root
+from ragtrack.inputs.config import PROMPT_URI
+from ragtrack.core.errors import InputError, disk_full
+from ragtrack.core.hashing import sha256_bytes
+from ragtrack.inputs.prompts import Prompt, prompt_of
+from ragtrack.core.redact import redact_text
 from ragtrack.tracking.entities import find_or_create, optional
 
 __all__ = ["PROMPT_SHA_TAG", "fetch_prompt", "link_prompt", "prompt_name"]

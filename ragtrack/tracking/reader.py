@@ -20,9 +20,9 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.errors import InputError
-from ragtrack.hashing import sha1_file
-from ragtrack.redact import redact_text
+from ragtrack.core.errors import InputError
+from ragtrack.core.hashing import sha1_file
+from ragtrack.core.redact import redact_text
 from ragtrack.tracking.search import all_experiment_ids, all_runs, equals
 from ragtrack.tracking.session import connect
 from ragtrack.tracking.store import sqlite_path

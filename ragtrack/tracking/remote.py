@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from ragtrack.errors import InputError
-from ragtrack.redact import redact_text
+from ragtrack.core.errors import InputError
+from ragtrack.core.redact import redact_text
 
 __all__ = ["RETRY_ENV", "check_store", "is_http", "summary", "use_restart_budget"]
 

@@ -7,7 +7,7 @@ pid (see `reaper`). A stage that raises ends FAILED; one interrupted by Ctrl-C, 
 SIGHUP ends KILLED; nothing is left RUNNING. A run is marked FINISHED only after its
 params, metrics, dataset inputs, artifacts and per-case traces have all been logged.
 
-Everything written here passes through `ragtrack.redact` except the archived data files and
+Everything written here passes through `ragtrack.core.redact` except the archived data files and
 the data in the per-case traces (questions, answers, contexts: see `tracking.traces`).
 """
 
@@ -33,16 +33,16 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from ragtrack.archive import write_archive
-from ragtrack.case_traces import case_traces
-from ragtrack.config import RunConfig
-from ragtrack.errors import DiskFull, InputError, RunNotEnded, disk_full
-from ragtrack.hashing import canonical_json, sha256_json
-from ragtrack.jobkey import JOB_KEY_TAG
-from ragtrack.redact import redact, redact_text
-from ragtrack.report import render_report, render_scorer_report
-from ragtrack.results import cases_frame
-from ragtrack.termination import Terminated, deferred
+from ragtrack.inputs.archive import write_archive
+from ragtrack.run.case_traces import case_traces
+from ragtrack.inputs.config import RunConfig
+from ragtrack.core.errors import DiskFull, InputError, RunNotEnded, disk_full
+from ragtrack.core.hashing import canonical_json, sha256_json
+from ragtrack.run.jobkey import JOB_KEY_TAG
+from ragtrack.core.redact import redact, redact_text
+from ragtrack.run.report import render_report, render_scorer_report
+from ragtrack.run.results import cases_frame
+from ragtrack.core.termination import Terminated, deferred
 from ragtrack.tracking.eval_datasets import EVAL_DATASET_TAG, ensure_eval_dataset
 from ragtrack.tracking.prompt_registry import link_prompt
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
@@ -60,7 +60,7 @@ from ragtrack.tracking.space import (
 from ragtrack.tracking.store import log_inputs_idempotent, sqlite_path
 from ragtrack.tracking.traces import log_case_traces
 from ragtrack.tracking.versions import ensure_version, version_of
-from ragtrack.types import ComponentInfo, RunResult, TrackingRecord
+from ragtrack.core.types import ComponentInfo, RunResult, TrackingRecord
 
 __all__ = [
     "MlflowSink",

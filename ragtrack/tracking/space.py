@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ragtrack.errors import DiskFull
+from ragtrack.core.errors import DiskFull
 
 __all__ = ["RUN_BYTES", "TABLE_BYTES_PER_CASE", "TRACE_BYTES", "local_dir", "require", "tree_bytes"]
 

@@ -57,7 +57,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from sqlalchemy.engine import make_url
 
-from ragtrack.errors import InputError, disk_full
+from ragtrack.core.errors import InputError, disk_full
 
 __all__ = [
     "LOCK_TIMEOUT_S",

@@ -1,4 +1,4 @@
-"""The sweep summary, logged into the sweep's parent run when the sweep ends (see `ragtrack.summary`).
+"""The sweep summary, logged into the sweep's parent run when the sweep ends (see `ragtrack.analysis.summary`).
 
 Each job's run is the one its task returned (for a reused job, the earlier run), else the
 parent's child tagged with its job number (`ragtrack.sweep_job`; a failed job's run). Its
@@ -8,7 +8,7 @@ counts `sweep/n_jobs|n_failed|n_reused` (its own metrics: it copies no child's, 
 chart as one more bar), and the tags `ragtrack.headline_metric`, `ragtrack.sweep_verdict`
 (`best`, `tied` or `none`) with its sentence (`ragtrack.sweep_verdict_text`), and
 `ragtrack.best_run_id` when one job beats every other significantly, else
-`ragtrack.tied_run_ids` (see `ragtrack.summary`: who won).
+`ragtrack.tied_run_ids` (see `ragtrack.analysis.summary`: who won).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from pathlib import Path
 from mlflow.entities import Metric, Run, RunTag
 from mlflow.tracking import MlflowClient
 
-from ragtrack.config import TrackingConfig
-from ragtrack.errors import InputError
-from ragtrack.redact import redact_text
-from ragtrack.summary import (
+from ragtrack.inputs.config import TrackingConfig
+from ragtrack.core.errors import InputError
+from ragtrack.core.redact import redact_text
+from ragtrack.analysis.summary import (
     JobScores,
     SweepJob,
     SweepSummary,

@@ -3,7 +3,7 @@
 Each case becomes one trace in the run's experiment: inputs `{"question": …}`, output the
 raw answer, a root span (plus a retriever span holding the contexts the model saw),
 metadata `mlflow.sourceRun = <run id>` (the link the UI searches by) and
-`ragtrack.case_id`, and one `Feedback` per per-case column (`ragtrack.case_traces`), with
+`ragtrack.case_id`, and one `Feedback` per per-case column (`ragtrack.run.case_traces`), with
 source `CODE <scorer>@<version>` and `mlflow.assessment.sourceRunId`, as
 `mlflow.genai.evaluate` writes them. Two runs' rows pair in the UI's compare mode by equal
 `request_preview`, so the inputs are serialised the same way in every run.
@@ -42,7 +42,7 @@ from mlflow.tracing.constant import (
 )
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.case_traces import CaseTrace
+from ragtrack.run.case_traces import CaseTrace
 from ragtrack.tracking.remote import is_http
 from ragtrack.tracking.trace_batch import start_traces
 

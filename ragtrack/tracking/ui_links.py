@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from ragtrack.redact import redact_text
+from ragtrack.core.redact import redact_text
 from ragtrack.tracking.remote import is_http
 
 __all__ = ["UI", "cases_link", "compare_runs_link", "served_where"]

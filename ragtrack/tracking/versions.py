@@ -23,12 +23,12 @@ from mlflow.entities import LoggedModel
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.config import RunConfig
-from ragtrack.hashing import sha256_json
-from ragtrack.redact import redact, redact_text
+from ragtrack.inputs.config import RunConfig
+from ragtrack.core.hashing import sha256_json
+from ragtrack.core.redact import redact, redact_text
 from ragtrack.tracking.entities import find_or_create, optional
 from ragtrack.tracking.search import equals
-from ragtrack.types import RunManifest
+from ragtrack.core.types import RunManifest
 
 __all__ = ["VERSION_KEY_TAG", "Version", "ensure_version", "version_of"]
 

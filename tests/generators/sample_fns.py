@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from ragtrack.types import EvalCase
+from ragtrack.core.types import EvalCase
 
 
 def echo(case: EvalCase, prompt: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.generators import build_generator
-from ragtrack.types import EvalCase
+from ragtrack.core.types import EvalCase
 
 CASES = [EvalCase(id="a", question="Q-a?"), EvalCase(id="b", question="Q-b?")]
 PREFIX = "tests.generators.sample_fns:"

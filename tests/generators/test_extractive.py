@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.generators import build_generator
 from ragtrack.index.build import IndexSpec, index_spec, open_index
 from ragtrack.index.retriever import Retriever
-from ragtrack.report import render_report
-from ragtrack.runner import prepare, run
+from ragtrack.run.report import render_report
+from ragtrack.run.runner import prepare, run
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.eval_json_v2 import parse_answer
 from ragtrack.scorers.refusal_citation import parse_citations
-from ragtrack.types import AnswerExample, EvalCase, ExpectedV2, Prediction, RagReference
+from ragtrack.core.types import AnswerExample, EvalCase, ExpectedV2, Prediction, RagReference
 from tests.conftest import make_config
 from tests.index.corpus import index_config, write_corpus
 
@@ -140,7 +140,7 @@ def test_a_sweep_over_two_indexes_logs_two_runs_with_their_versions(demo_files):
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("RAGTRACK_PARENT_RUN_ID", None)
-    proc = subprocess.run([sys.executable, "-m", "ragtrack.cli", *args], cwd=base, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "ragtrack.app.cli", *args], cwd=base, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     client = MlflowClient(f"sqlite:///{base / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("indexes").experiment_id])

@@ -7,14 +7,14 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.generators import build_generator
-from ragtrack.hydra_app import execute
-from ragtrack.llm import LLMAuthError, LLMError
-from ragtrack.runner import run
+from ragtrack.app.hydra_app import execute
+from ragtrack.clients.llm import LLMAuthError, LLMError
+from ragtrack.run.runner import run
 from ragtrack.index.build import index_spec, open_index
 from ragtrack.index.retriever import Retriever
-from ragtrack.types import EvalCase
+from ragtrack.core.types import EvalCase
 from tests.conftest import make_config
 from tests.index.corpus import index_config, write_corpus
 from tests.llm_server import LLMServer, raw, reply, status
@@ -160,7 +160,7 @@ def test_answers_before_the_failure_stay_cached(tmp_path):
 
 
 def test_archived_answers_replay_as_a_predictions_file(demo_files, tmp_path):
-    from ragtrack.predictions import match_prediction_file
+    from ragtrack.inputs.predictions import match_prediction_file
 
     with LLMServer() as srv:
         (result,) = execute(_config(demo_files, srv.url), base_dir=demo_files["questions"].parent)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragtrack.config import IndexConfig
+from ragtrack.inputs.config import IndexConfig
 
 DOCS = {
     "zh/refund.md": "# 退款\n\n退款审核通过后，款项将在 5 个工作日内原路退回。\n\n域名注册费和 SSL 证书不支持退款。\n",

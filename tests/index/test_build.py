@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.cachedir import cache_root
-from ragtrack.embeddings import resolve_model
-from ragtrack.errors import InputError
+from ragtrack.core.cachedir import cache_root
+from ragtrack.clients.embeddings import resolve_model
+from ragtrack.core.errors import InputError
 from ragtrack.index.build import index_spec, open_index
 from tests.conftest import make_config
 from tests.index.corpus import index_config, write_corpus

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.config import ChunkerConfig
+from ragtrack.inputs.config import ChunkerConfig
 from ragtrack.index.chunker import chunk_spans, paragraph_spans, sentence_spans, title
 
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo" / "corpus"

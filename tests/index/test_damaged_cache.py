@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtrack.hashing import sha256_file
+from ragtrack.core.hashing import sha256_file
 from ragtrack.index.build import CHECKSUMS, DEEP_TOLERANCE, index_spec, open_index, verify_vectors
 from tests.index.corpus import index_config, write_corpus
 

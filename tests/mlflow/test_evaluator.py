@@ -6,8 +6,8 @@ import mlflow
 import pandas as pd
 import pytest
 
-from ragtrack.errors import InputError
-from ragtrack.eval_sets import load_eval_set
+from ragtrack.core.errors import InputError
+from ragtrack.inputs.eval_sets import load_eval_set
 from ragtrack.mlflow.evaluator import RagtrackEvaluator
 from tests.mlflow.conftest import EVAL_SET, PREDICTIONS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mlflow
 import pytest
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.mlflow.scorers import eval_rows, ragtrack_scorer
 from ragtrack.scorers import get_scorer_class
 from tests.mlflow.conftest import EVAL_SET, PREDICTIONS

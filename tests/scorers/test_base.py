@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.scorers import build_scorer
 from ragtrack.scorers.base import check_applicable
-from ragtrack.types import AnswerExample, EvalCase, EvalFile, EvalSet, ExpectedV2, Gold
+from ragtrack.core.types import AnswerExample, EvalCase, EvalFile, EvalSet, ExpectedV2, Gold
 
 EXAMPLE = AnswerExample(target_audience="a", main_topic="b", sub_topic="c", detailed_description=[],
                         original_evidence="e", predicted_questions=[])
@@ -43,7 +43,7 @@ def test_scorer_that_applies_to_no_case_is_an_error_naming_it_and_the_files() ->
 
 @pytest.mark.parametrize("name", ["eval_json_v2", "refusal_citation"])
 def test_scorer_info_carries_the_code_hash_of_its_module_and_what_it_imports(name: str) -> None:
-    from ragtrack.registry import code_sha256
+    from ragtrack.core.registry import code_sha256
 
     scorer = build_scorer(name)
     assert scorer.info.code_sha256 == code_sha256(type(scorer))

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from ragtrack.results import cases_frame
-from ragtrack.runner import run
+from ragtrack.run.results import cases_frame
+from ragtrack.run.runner import run
 from ragtrack.scorers.base import get_scorer_class
 from tests.demo_runs import demo_config
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from rapidfuzz import fuzz
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.earag import level_of
-from ragtrack.text import norm
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference
+from ragtrack.nlp.text import norm
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 
 Q = "What does FHA require?"

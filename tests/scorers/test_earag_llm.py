@@ -11,7 +11,7 @@ import pytest
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.earag_llm import read_score
 from ragtrack.scorers.llm_batch import LlmFailureRateError, ReplyError
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 from tests.llm_judges import ENTITIES, FAITHFULNESS, block, earag_judge
 from tests.llm_server import LLMServer, reply, status

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.scorers.base import Batch
 from ragtrack.scorers.eval_json_v2 import SUBSCORES, EvalJsonV2Scorer, parse_answer
-from ragtrack.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, ScorerOutput
+from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, ScorerOutput
 
 N = "eval_json_v2"
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from ragtrack.errors import InputError
-from ragtrack.hashing import sha256_file
+from ragtrack.core.errors import InputError
+from ragtrack.core.hashing import sha256_file
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.llm_batch import PROMPT_DIR, LlmFailureRateError, ReplyError
 from ragtrack.scorers.llm_judge import read_relevance, read_statements, read_support
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 from tests.llm_judges import RELEVANCE, STATEMENTS, SUPPORT, block, lenient_judge, rag_judge
 from tests.llm_server import LLMServer, reply, route, status
@@ -119,7 +119,7 @@ def test_more_failures_than_allowed_fail_the_batch(tmp_path):
 
 
 def test_failed_calls_beyond_the_allowed_share_stop_the_batch_with_the_call_error(tmp_path):
-    from ragtrack.llm import LLMError
+    from ragtrack.clients.llm import LLMError
 
     with pytest.raises(LLMError, match=r"\(model 'judge-1'\): HTTP 503"):
         _score([status(503)], tmp_path)

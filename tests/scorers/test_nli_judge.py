@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from sentence_transformers import CrossEncoder
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.scorers import Batch, build_scorer, nli_judge
 from ragtrack.scorers.judge import OfflineJudge
 from ragtrack.scorers.nli_judge import NliJudge, NliModel
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 from tests.nli_models import build
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from rapidfuzz import fuzz
 
-from ragtrack.entities import focus
-from ragtrack.errors import InputError
-from ragtrack.eval_sets import load_eval_set
-from ragtrack.predictions import match_prediction_file
+from ragtrack.nlp.entities import focus
+from ragtrack.core.errors import InputError
+from ragtrack.inputs.eval_sets import load_eval_set
+from ragtrack.inputs.predictions import match_prediction_file
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.rag import average_precision
-from ragtrack.text import norm
-from ragtrack.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
+from ragtrack.nlp.text import norm
+from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 
 Case = tuple[EvalCase, Prediction]
@@ -315,7 +315,7 @@ def test_another_backend_s_report_says_its_reliability_was_not_measured() -> Non
 
 
 def test_the_reliability_file_s_hash_is_logged_with_the_scorer() -> None:
-    from ragtrack.hashing import sha256_file
+    from ragtrack.core.hashing import sha256_file
     from ragtrack.scorers.reliability import DIR
 
     scorer = build_scorer("rag", {}).use_encoder(FakeEncoder())

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack import embeddings
-from ragtrack.cli import main
-from ragtrack.hydra_app import execute
+from ragtrack.clients import embeddings
+from ragtrack.app.cli import main
+from ragtrack.app.hydra_app import execute
 from ragtrack.scorers import Batch, build_scorer
-from ragtrack.types import ContextChunk, EvalCase, Prediction, RagReference
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.conftest import make_config, write_jsonl
 
 SUPPORT = {

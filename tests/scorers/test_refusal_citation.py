@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.scorers.base import Batch
 from ragtrack.scorers.refusal_citation import RefusalCitationScorer
-from ragtrack.types import EvalCase, Gold, Prediction, ScorerOutput
+from ragtrack.core.types import EvalCase, Gold, Prediction, ScorerOutput
 
 N = "refusal_citation"
 SEED_SCRIPT = Path(__file__).with_name("seed_score_md.py")

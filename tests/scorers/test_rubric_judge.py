@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from ragtrack.errors import InputError
-from ragtrack.hashing import sha256_file
-from ragtrack.hydra_app import execute
+from ragtrack.core.errors import InputError
+from ragtrack.core.hashing import sha256_file
+from ragtrack.app.hydra_app import execute
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.rubric_judge import (
     DEFAULT_PROMPT,
@@ -17,7 +17,7 @@ from ragtrack.scorers.rubric_judge import (
     JudgeParseError,
     parse_verdict,
 )
-from ragtrack.types import ContextChunk, EvalCase, Prediction
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction
 from tests.conftest import make_config
 from tests.llm_server import LLMServer, reply
 from tests.processes import runs

@@ -12,7 +12,7 @@ from unittest import mock
 
 import pytest
 
-from ragtrack.devserver import ComponentError
+from ragtrack.app.devserver import ComponentError
 from tests.server.stack import Stack, Target
 
 

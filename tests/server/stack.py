@@ -19,7 +19,7 @@ from unittest import mock
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from ragtrack.devserver import ComponentError, MotoS3, Postgres, TrackingServer
+from ragtrack.app.devserver import ComponentError, MotoS3, Postgres, TrackingServer
 
 ADMIN = "admin"
 PASSWORD = f"canary-{secrets.token_hex(10)}"  # the basic-auth admin's password: must never land anywhere

@@ -19,7 +19,7 @@ from tests.processes import ROOT, env
 OWNER = """
 import json, sys, time
 from pathlib import Path
-from ragtrack.devserver import MotoS3, Postgres, TrackingServer
+from ragtrack.app.devserver import MotoS3, Postgres, TrackingServer
 root = Path(sys.argv[1])
 pg = Postgres(); pg.start()
 s3 = MotoS3(root); s3.start(); s3.create_bucket("guarded")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from ragtrack.devserver import HOST, PG_USER, ComponentError, Postgres
+from ragtrack.app.devserver import HOST, PG_USER, ComponentError, Postgres
 
 
 @pytest.fixture(scope="module")

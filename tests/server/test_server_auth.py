@@ -16,7 +16,7 @@ import pytest
 import requests
 from mlflow.tracking import MlflowClient
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.tracking.reaper import HOST_TAG, PID_TAG, reap_dead_runs
 from ragtrack.tracking.remote import check_store
 from tests.processes import run

@@ -13,9 +13,9 @@ import signal
 
 import pytest
 
-from ragtrack.case_traces import RATIONALE_COLUMNS
-from ragtrack.cli import main
-from ragtrack.rescore import RESCORED_FROM_TAG
+from ragtrack.run.case_traces import RATIONALE_COLUMNS
+from ragtrack.app.cli import main
+from ragtrack.run.rescore import RESCORED_FROM_TAG
 from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.reaper import REAPED_TAG, reap_dead_runs
 from ragtrack.tracking.traces import count_run_traces

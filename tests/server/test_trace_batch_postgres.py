@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.devserver import ComponentError, Postgres
+from ragtrack.app.devserver import ComponentError, Postgres
 from tests.tracking.test_trace_batch import _written
 
 

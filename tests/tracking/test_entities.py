@@ -8,7 +8,7 @@ import logging
 import pytest
 from mlflow.exceptions import MlflowException
 
-from ragtrack.errors import DiskFull
+from ragtrack.core.errors import DiskFull
 from ragtrack.tracking.entities import find_or_create, optional
 
 

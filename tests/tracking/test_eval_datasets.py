@@ -9,7 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ragtrack.tracking.eval_datasets import EVAL_DATASET_TAG, dataset_name, ensure_eval_dataset, records_of
-from ragtrack.types import EvalCase, Gold, RagReference
+from ragtrack.core.types import EvalCase, Gold, RagReference
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.cli import main
-from ragtrack.config import RunConfig
-from ragtrack.errors import InputError
-from ragtrack.hashing import sha256_bytes
-from ragtrack.hydra_app import execute
+from ragtrack.app.cli import main
+from ragtrack.inputs.config import RunConfig
+from ragtrack.core.errors import InputError
+from ragtrack.core.hashing import sha256_bytes
+from ragtrack.app.hydra_app import execute
 from ragtrack.tracking.sink import PROMPT_URI_TAG
 from tests.conftest import make_config
 
@@ -113,7 +113,7 @@ def test_a_config_from_before_prompt_uri_keeps_its_hash():
 
 
 def test_the_runner_alone_cannot_fetch_a_registry_prompt(demo_files):
-    from ragtrack.runner import prepare
+    from ragtrack.run.runner import prepare
 
     with pytest.raises(InputError, match="prompt.uri: a Prompt Registry prompt is fetched from a tracking store"):
         prepare(make_config(demo_files, prompt={"uri": "prompts:/p/1"}))

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ragtrack.devserver import free_port
-from ragtrack.errors import InputError
+from ragtrack.app.devserver import free_port
+from ragtrack.core.errors import InputError
 from ragtrack.tracking.remote import RETRY_ENV, check_store, use_restart_budget
 from tests.processes import run
 

@@ -6,7 +6,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ragtrack.tracking import search
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.tracking.reader import find_runs, get_run
 from ragtrack.tracking.search import all_experiment_ids, all_runs, equals
 

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.errors import InputError
-from ragtrack.hashing import sha1_file, sha256_file
-from ragtrack.hydra_app import execute
-from ragtrack.termination import Terminated
+from ragtrack.core.errors import InputError
+from ragtrack.core.hashing import sha1_file, sha256_file
+from ragtrack.app.hydra_app import execute
+from ragtrack.core.termination import Terminated
 from ragtrack.tracking import end_sweep_parent, resolve_tracking_uri, start_sweep_parent
 from ragtrack.tracking.reaper import HOST_TAG
 from tests.conftest import make_config
@@ -138,12 +138,12 @@ def test_failure_during_the_run_ends_failed(demo_files):
 
 
 def test_interrupted_run_ends_killed(demo_files, monkeypatch):
-    import ragtrack.runner
+    import ragtrack.run.runner
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ragtrack.runner, "score", interrupt)
+    monkeypatch.setattr(ragtrack.run.runner, "score", interrupt)
     cfg = make_config(demo_files)
     with pytest.raises(KeyboardInterrupt):
         execute(cfg)
@@ -256,8 +256,8 @@ def test_killed_sweep_ends_its_children_on_this_host_and_leaves_other_hosts_jobs
 
 
 def test_a_run_the_store_lost_is_one_line_saying_it_stays_running(monkeypatch):
-    from ragtrack.devserver import free_port
-    from ragtrack.errors import RunNotEnded
+    from ragtrack.app.devserver import free_port
+    from ragtrack.core.errors import RunNotEnded
     from ragtrack.tracking.sink import end_run
 
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
@@ -276,7 +276,7 @@ def test_the_ui_table_holds_at_most_its_documented_rows(tmp_path, monkeypatch, d
     from mlflow.tracking import MlflowClient
 
     import ragtrack.tracking.sink
-    from ragtrack.hydra_app import execute
+    from ragtrack.app.hydra_app import execute
     from tests.conftest import clone_store, make_config
 
     monkeypatch.setattr(ragtrack.tracking.sink, "UI_TABLE_ROWS", 2)

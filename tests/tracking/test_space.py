@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.errors import DiskFull
+from ragtrack.core.errors import DiskFull
 from ragtrack.tracking.space import local_dir, require, tree_bytes
 
 

@@ -104,9 +104,9 @@ def expected_metrics() -> dict[tuple[str, str], int]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from ragtrack.config import RunConfig
-    from ragtrack.hydra_app import CONF_DIR
-    from ragtrack.runner import run_job
+    from ragtrack.inputs.config import RunConfig
+    from ragtrack.app.hydra_app import CONF_DIR
+    from ragtrack.run.runner import run_job
 
     out = {}
     cwd = os.getcwd()

@@ -15,7 +15,7 @@ from mlflow.store.db.utils import _get_latest_schema_revision
 from mlflow.store.tracking.dbmodels.initial_models import Base as InitialBase
 from mlflow.tracking import MlflowClient
 
-from ragtrack.errors import InputError
+from ragtrack.core.errors import InputError
 from ragtrack.tracking.store import lock_path, prepare_sqlite
 from tests.processes import env
 
@@ -126,7 +126,7 @@ def test_a_creator_killed_mid_way_leaves_nothing_the_next_opener_keeps(tmp_path)
 
 
 def _store_init(uri: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "ragtrack.cli", "store", "init", "--tracking-uri", uri], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "ragtrack.app.cli", "store", "init", "--tracking-uri", uri], cwd=ROOT,
                             env=env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

@@ -105,8 +105,8 @@ def test_rerun_summary_links_the_reused_runs(repeated_sweep, tmp_path):
 
 
 def test_secret_in_a_failed_jobs_error_is_masked_in_the_summary(fresh_store, tmp_path):
-    from ragtrack.config import TrackingConfig
-    from ragtrack.summary import SweepJob
+    from ragtrack.inputs.config import TrackingConfig
+    from ragtrack.analysis.summary import SweepJob
     from ragtrack.tracking import start_sweep_parent
     from ragtrack.tracking.sweep_summary import log_sweep_summary
 
@@ -121,7 +121,7 @@ def test_secret_in_a_failed_jobs_error_is_masked_in_the_summary(fresh_store, tmp
 def test_the_compare_link_opens_the_finished_jobs_side_by_side(failing_sweep):
     from urllib.parse import unquote
 
-    from ragtrack.summary import SweepJob, summarize
+    from ragtrack.analysis.summary import SweepJob, summarize
     from ragtrack.tracking.sweep_summary import compare_link
     from ragtrack.tracking.ui_links import UI
 

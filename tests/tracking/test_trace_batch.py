@@ -8,10 +8,10 @@ import pytest
 from mlflow.tracing.client import TracingClient
 from mlflow.tracking import MlflowClient
 
-from ragtrack.case_traces import CaseAssessment, CaseTrace
+from ragtrack.run.case_traces import CaseAssessment, CaseTrace
 from ragtrack.tracking.trace_batch import assessment_row, start_traces
 from ragtrack.tracking.traces import _entities
-from ragtrack.types import ContextChunk
+from ragtrack.core.types import ContextChunk
 from tests.conftest import clone_store
 
 CASES = [

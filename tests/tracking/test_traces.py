@@ -9,9 +9,9 @@ import pytest
 from mlflow.tracing.client import TracingClient
 from mlflow.tracking import MlflowClient
 
-from ragtrack.config import RunConfig
-from ragtrack.eval_sets import MAX_CASE_ID
-from ragtrack.hydra_app import execute
+from ragtrack.inputs.config import RunConfig
+from ragtrack.inputs.eval_sets import MAX_CASE_ID
+from ragtrack.app.hydra_app import execute
 from ragtrack.tracking.traces import CASE_ID_KEY, count_run_traces, request_preview
 from tests.conftest import ANSWER_EXAMPLES, clone_store, write_jsonl
 

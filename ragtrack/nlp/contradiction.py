@@ -1,0 +1,278 @@
+"""Does a statement say the opposite of its evidence? Polarity, conditions and quantities (SPEC §3, offline backend).
+
+    polarity("The deposit is not refundable.")          # -> 1   (one negation)
+    polarity("押金可以退还")                               # -> 0
+    relations("apply at least 60 days before expiry")   # -> {"min", "before"}
+    conflict("The deposit is not refundable", "The deposit is refundable")  # -> "polarity: more negations in the statement"
+    conflict("each worker must bring a harness", "each worker's employer must bring a harness")  # -> None (a word dropped)
+    conflict("the tenant must repair the boiler", "the landlord must repair the boiler")
+    # -> "wording: tenant where the source says landlord"
+
+Three closed classes of words decide, in English and Chinese alike, as stop words do:
+
+- **negation**: grammatical negators (`not`, `no`, `never`, `without`, `cannot`, `n't`,
+  `neither`, `nor`, `none`, `non-`, …; 不 未 没 无 非 勿 别 莫 and words they begin, such as
+  不得 无需 未经, plus prohibitions 禁止 严禁 `prohibited` `forbidden`). A word in which
+  the negator is part of a lexical item (非常 "very", 无论 "regardless", 不断
+  "continually", 不仅 "not only", 不同 "different") is not a negation. Two texts of
+  different counts of negations differ in polarity (a bound such as 不少于 or `no more
+  than` is a relation operator, not a negation).
+- **relation operators**: the words that set a bound or an order (`before`/`after`,
+  `at least`/`at most`, `more than`/`less than`, `within`/`beyond`, `if`/`unless`,
+  之前/之后, 以上/以下, 至少/最多, 超过/不超过; 前 后 内 after a number or a unit of
+  time), each with the operators that bound the other way. A statement whose operator
+  is not in its evidence, while one bounding the other way is, changes a condition; so
+  does one whose operator stands, in the character alignment of the two texts, where the
+  evidence has its opposite (30日后 for 30日内), whatever operators both texts share.
+- **quantities** (`ragtrack.nlp.facts`): an amount of a family (time, money, length …) that
+  the sources do not hold, where the evidence holds an amount of the same family,
+  contradicts it.
+
+Open-class words decide only in a **near-copy** (`NEAR_COPY`): a statement that keeps its
+evidence's wording but changes a word of it (`words`: English content words stemmed by
+Snowball, Chinese nouns, verbs, adjectives and names as jieba tags them) says something
+else: `each worker must provide` for `each worker's employer must provide`. A bi-encoder
+cannot tell a synonym from a swapped party, so in a near-copy every changed word counts.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from difflib import SequenceMatcher
+from functools import cache, lru_cache
+
+from rapidfuzz import fuzz
+
+from ragtrack.nlp.entities import segment
+from ragtrack.nlp.facts import Fact, words_number
+from ragtrack.nlp.lexical import content_tokens
+from ragtrack.nlp.quantities import CN_UNITS, unit_of
+
+__all__ = ["added_words", "conflict", "polarity", "quantity_conflict", "relation_spans", "relations", "word_forms", "words"]
+
+_EN_WORD = re.compile(r"[a-z]+(?:'t)?")  # can't, don't: a word ending in n't
+_EN_NEGATORS = frozenset(
+    "not no never without cannot neither nor none nobody nothing nowhere non prohibited forbidden".split()
+)
+_CN_NEGATOR = re.compile("[不未没無无非勿别莫]|禁止|严禁")
+# Lexical items that begin with a negator but do not negate the sentence.
+_CN_NOT_NEGATION = re.compile(
+    "非常|无论|不论|不管|不断|不仅|不但|不只|不止|不同|不少|不久|不妨|无非|莫过于|别人|别的|特别|区别|分别|类别|级别|识别|"
+    "无人机|不动产|非法|无线|非营利|未来|未成年|无偿|无限|毫无疑问|并非只"
+)
+
+# relation operator -> its canonical name; _OPPOSITE says which names bound the other way.
+_EN_RELATIONS = {
+    "before": "before", "prior to": "before", "earlier than": "before", "ahead of": "before",
+    "after": "after", "following": "after", "later than": "after",
+    "at least": "min", "no less than": "min", "not less than": "min", "or more": "min", "minimum": "min",
+    "a minimum of": "min", "or longer": "min", "or older": "min",
+    "at most": "max", "no more than": "max", "not more than": "max", "or less": "max", "maximum": "max",
+    "a maximum of": "max", "up to": "max", "or fewer": "max", "or younger": "max", "or shorter": "max",
+    "more than": "over", "over": "over", "above": "over", "exceeding": "over", "exceeds": "over", "longer than": "over",
+    "less than": "under", "under": "under", "below": "under", "fewer than": "under", "shorter than": "under",
+    "within": "within", "beyond": "beyond", "outside": "beyond",
+    "unless": "unless", "if": "if", "only if": "if", "provided": "if",
+}
+_CN_RELATIONS = {
+    "之前": "before", "以前": "before", "提前": "before", "之后": "after", "以后": "after",
+    "至少": "min", "不少于": "min", "不低于": "min", "以上": "min", "起": "min", "最少": "min",
+    "最多": "max", "至多": "max", "不超过": "max", "不高于": "max", "以下": "max", "以内": "within",
+    "超过": "over", "高于": "over", "多于": "over", "低于": "under", "少于": "under", "不足": "under", "未满": "under",
+    "之外": "beyond", "以外": "beyond",
+    "除非": "unless", "如果": "if", "若": "if",
+}
+# A relation and those that bound the other way: "within 30 days" against "30 days after".
+_OPPOSITE = {"before": {"after"}, "after": {"before", "within"}, "within": {"after", "beyond", "over"},
+             "beyond": {"within"}, "min": {"max", "under"}, "max": {"min", "over"}, "over": {"under", "max", "within"},
+             "under": {"over", "min"}, "unless": {"if"}, "if": {"unless"}}
+_EN_REL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _EN_RELATIONS), key=len, reverse=True)) + r")\b")
+# The one-character postpositions 前 后 内 are relations only after a number or a unit of time (三天后, 30日内).
+_CN_POSTPOSITION = re.compile("(?<=[0-9一二三四五六七八九十两天日月年周时分秒])([前后内])")
+_CN_REL = re.compile("|".join(sorted(map(re.escape, _CN_RELATIONS), key=len, reverse=True)))
+_CN_POST = {"前": "before", "后": "after", "内": "within"}
+# A negated bound is the opposite bound, not a negation: 不得超过 = at most, must not exceed = at most.
+_NEGATED_BOUND = {
+    "max": re.compile(r"(?:不得|不能|不可|不应|不准|不会|不)(?:超过|高于|多于|大于|超出)|\b(?:not|never|n't)\s+(?:exceed|be more than|be longer than|go beyond)\b"),
+    "min": re.compile(r"(?:不得|不能|不可|不应|不)(?:少于|低于|小于|短于)|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"),
+}
+SAME_WORDING = 70  # rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
+NEAR_COPY = 85  # the ratio from which a statement copies its evidence: a word it changes is another claim
+_OPEN_CLASS = frozenset("nvarj")  # jieba tags of nouns, verbs, adjectives, names and abbreviations (not p, d, c, u …)
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_CN_NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半")
+_CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+
+
+@lru_cache(maxsize=65536)
+def polarity(text: str) -> int:
+    """How many negations `text` has (see the module doc)."""
+    s = _fold(text)
+    for pattern in (*_NEGATED_BOUND.values(), _CN_REL, _EN_REL):  # a bound (不得超过, no more than) is not a negation
+        s = pattern.sub(" ", s)
+    n = sum(1 for w in _EN_WORD.findall(s) if w in _EN_NEGATORS or w.endswith("n't"))
+    n += len(_CN_NEGATOR.findall(_CN_NOT_NEGATION.sub("", s)))
+    return n
+
+
+@lru_cache(maxsize=65536)
+def relations(text: str) -> frozenset[str]:
+    """The relation operators of `text`, by canonical name (`min`, `before`, …)."""
+    return frozenset(name for _, _, name in relation_spans(_fold(text)))
+
+
+def _blank(m: re.Match[str]) -> str:
+    return " " * len(m.group(0))  # keeps every later offset
+
+
+@lru_cache(maxsize=65536)
+def relation_spans(folded: str) -> tuple[tuple[int, int, str], ...]:
+    """The relation operators of a folded text: (start, end, canonical name), in the order they are written."""
+    s = folded
+    found = [(m.start(), m.end(), name) for name, pattern in _NEGATED_BOUND.items() for m in pattern.finditer(s)]
+    for pattern in _NEGATED_BOUND.values():
+        s = pattern.sub(_blank, s)
+    found += [(m.start(1), m.end(1), _EN_RELATIONS[m.group(1)]) for m in _EN_REL.finditer(s)]
+    found += [(m.start(), m.end(), _CN_RELATIONS[m.group(0)]) for m in _CN_REL.finditer(_CN_NOT_NEGATION.sub(_blank, s))]
+    found += [(m.start(1), m.end(1), _CN_POST[m.group(1)]) for m in _CN_POSTPOSITION.finditer(s)]
+    return tuple(sorted(found))
+
+
+def _swapped_operator(said: str, source: str) -> str | None:
+    """An operator of `said` written where `source`, in the same wording, has its opposite (30日内 -> 30日后)."""
+    mine, theirs = relation_spans(said), relation_spans(source)
+    if not mine or not theirs:
+        return None
+    for op, i1, i2, j1, j2 in SequenceMatcher(a=source, b=said, autojunk=False).get_opcodes():
+        if op != "replace":
+            continue
+        for s0, e0, mine_r in mine:
+            if s0 < j2 and e0 > j1:
+                rival = next((t for t0, t1, t in theirs if t0 < i2 and t1 > i1 and t in _OPPOSITE[mine_r]), None)
+                if rival:
+                    return f"condition: {mine_r} where the source says {rival}"
+    return None
+
+
+def quantity_conflict(statement_facts: list[Fact], evidence_facts: list[Fact], support_keys: frozenset[str]) -> str | None:
+    """A fact of the statement that the sources lack, where the evidence has another fact of its family (an
+    amount of the same kind, a date, a range, an article): `<it> vs <the evidence's>`."""
+    for f in statement_facts:
+        if f.kind in ("title", "quote") or f.token in support_keys or f.value in support_keys:
+            continue
+        if f.parts and all(p in support_keys for p in f.parts):
+            continue
+        family = _family(f)
+        rivals = [e.token for e in evidence_facts if _family(e) == family and e.token != f.token]
+        if rivals:
+            return f"{f.token} vs {rivals[0]}"
+    return None
+
+
+def _family(f: Fact) -> str:
+    """Facts that can stand for each other: amounts of one unit family, bare numbers, dates, ranges, articles, times."""
+    if f.value:
+        return f.value.split(":", 1)[0]
+    return "number" if f.kind in ("quantity", "percent", "number") else f.kind
+
+
+def _aligned(statement: str, evidence: str) -> tuple[str, str, float] | None:
+    """The statement and its evidence as compared (folded), cut to what they share, and their rapidfuzz `ratio`.
+
+    The shorter text is aligned to its best-matching part of the longer one
+    (`partial_ratio_alignment`); of the longer, the clauses that alignment touches are kept
+    (not a clause beside them, nor half of one). Returns (statement side, evidence side, ratio).
+    """
+    mine, theirs = _fold(statement), _fold(evidence)
+    short, long = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
+    aligned = fuzz.partial_ratio_alignment(short, long)
+    if aligned is None:
+        return None
+    start = max((m.end() for m in _CLAUSE_END.finditer(long, 0, aligned.dest_start)), default=0)
+    end = next((m.start() for m in _CLAUSE_END.finditer(long, aligned.dest_end)), len(long))
+    window = long[start:end]
+    said, source = (short, window) if short is mine else (window, short)
+    return said, source, fuzz.ratio(short, window)
+
+
+def conflict(statement: str, evidence: str) -> str | None:
+    """Why `statement` says the opposite of `evidence` in polarity or in a condition, or None.
+
+    Only a statement that keeps its evidence's wording is compared: rapidfuzz `ratio` ≥
+    `SAME_WORDING` between the shorter text and the clauses of the longer one that its
+    best alignment touches. A paraphrase may say "at most" for "must not exceed" or "the
+    first" for "no one before", so its words do not decide.
+    """
+    aligned = _aligned(statement, evidence)
+    if aligned is None or aligned[2] < SAME_WORDING:
+        return None
+    said, source, _ = aligned
+    if polarity(said) != polarity(source):
+        more = "the statement" if polarity(said) > polarity(source) else "the source"
+        return f"polarity: more negations in {more}"
+    ours, its = relations(said), relations(source)
+    for r in sorted(ours - its):
+        rival = sorted((_OPPOSITE[r] & its) - ours)
+        if rival:
+            return f"condition: {r} where the source says {rival[0]}"
+    swapped = _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur
+    if swapped or aligned[2] < NEAR_COPY:
+        return swapped
+    gained, lost = _changed(words(said), words(source))
+    if gained and lost:
+        return f"wording: {', '.join(sorted(gained))} where the source says {', '.join(sorted(lost))}"
+    return None
+
+
+def _changed(mine: frozenset[str], theirs: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The words only `mine` has and those only `theirs` has; a word inside another's (单位 in 用人单位) is no
+    change."""
+    gained, lost = set(mine - theirs), set(theirs - mine)
+    nested = {w for w in gained for v in lost if w in v or v in w}
+    nested |= {v for v in lost for w in gained if w in v or v in w}
+    return gained - nested, lost - nested
+
+
+def added_words(statement: str, evidence: str, sources: frozenset[str]) -> frozenset[str]:
+    """The words a near-copy of `evidence` adds that no source has (`sources`: their `words`); empty for any other
+    statement. A statement that copies its evidence and adds a word claims something the sources do not say."""
+    aligned = _aligned(statement, evidence)
+    if aligned is None or aligned[2] < NEAR_COPY:
+        return frozenset()
+    return frozenset(_changed(words(aligned[0]) - sources, words(aligned[1]))[0])
+
+
+@lru_cache(maxsize=65536)
+def words(text: str) -> frozenset[str]:
+    """The words a near-copy is compared by: English content words (`lexical.content_tokens`) stemmed by Snowball,
+    Chinese words of two or more characters as jieba cuts them; without numerals and unit words (amounts are
+    compared by value, `quantity_conflict`)."""
+    latin = [t for t in content_tokens(text) if t.isascii()]
+    chinese = [w for run in _CJK_RUN.findall(text) for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS]
+    return word_forms(frozenset(w for w in (*latin, *chinese) if not polarity(w) and not relations(w)))
+
+
+@lru_cache(maxsize=65536)
+def word_forms(tokens: frozenset[str]) -> frozenset[str]:
+    """`words` of a set of content tokens."""
+    stem = _stemmer().stemWord
+    return frozenset(stem(t) if t.isascii() else t for t in tokens if not _numeral_or_unit(t))
+
+
+def _numeral_or_unit(token: str) -> bool:
+    """A number written in digits, English or Chinese numerals, or a unit word: compared by value elsewhere."""
+    if token.isascii():
+        return token[0].isdigit() or words_number([token]) is not None or unit_of(token) is not None
+    return any(c in _CN_NUMERALS for c in token) or token in CN_UNITS
+
+
+@cache
+def _stemmer():  # noqa: ANN202 - snowballstemmer has no type hints
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")

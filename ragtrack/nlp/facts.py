@@ -1,0 +1,520 @@
+"""Fact tokens: the checkable facts of a text, normalised so that equal facts compare equal (SPEC §3).
+
+    facts("退款在七日内到账，依据第十二条")   # -> [Fact(第12条), Fact(7d)]
+    facts("Refunds arrive within 7 days.")  # -> [Fact(7d)]
+
+A statement's facts must all occur in the text that supports it (`missing_fact`), so an
+answer that copies its source with one number changed is not supported. Kinds, in the
+order they are taken from the text (a span taken by one kind is not read again):
+
+- `article`: legal-article references: `第十二条` / `第12条` → `第12条` (also 款 项 章 节
+  编); `Article 12`, `Art. 12` → `article 12`; `Section 3.2`, `§ 3.2` → `section 3.2`.
+- `title`: a name in `《…》` → `《…》`; `quote`: a name of at most 30 characters in
+  double quotes (`"…"`, `“…”`, `「…」`, `『…』`) → `"…"`. Both are matched by containment
+  of their inner text in the normalised supporting text, brackets or not.
+- `date`: `2023-05-01`, `2023/5/1`, `2023年5月1日`, `May 1, 2023`, `1 May 2023` →
+  `2023-05-01`; `2023年5月`, `May 2023` → `2023-05`; `5月1日`, `May 1` → `05-01`.
+  A date also provides its year and month (`2023`, `2023-05`) to statements.
+- `time`: `9:30` → `9:30`.
+- `range`: `5-10`, `5–10`, `5~10`, `5至10`, `5到10`, `5 to 10`, `between 5 and 10`, with an optional unit
+  after the second number → `5-10d`; provides both ends with and without the unit.
+- `percent`: `3.5%`, `3.5 percent`, `百分之三点五` → `3.5%`; provides the bare number.
+- `quantity`: a number with a unit → `<number><unit>`, units normalised across languages
+  (`七日`, `7天`, `7 days`, `7-day` → `7d`; `7个工作日`, `7 business days` → `7wd`; `$1,000`,
+  `1000美元`, `1,000 dollars` → `1000usd`); provides the bare number.
+- `number`: any other number → its digits.
+
+Numbers: digits with `,` thousands separators (`1,000` = `1000`) and decimals as written
+(`3.10` stays `3.10`: version numbers), scaled by `thousand`, `million`, `billion`,
+`万`, `亿` (`100万` = `1000000`); Chinese numerals (`十二` = `12`, `两` = `2`, `三点五` =
+`3.5`, with 百 千 万 亿); English number words (`twenty` = `20`, `twenty-five`,
+`one hundred and five`). A number glued to Latin letters (`L6`, `3D`) is an identifier,
+not a fact. **Decisions** (a word that is usually not a number must not become a fact
+that every other text then lacks): the Chinese numeral `一` and the word `one` count only
+as part of a larger number or directly before a unit (`一年`, `one day`); a Chinese
+numeral run counts only before a unit or classifier, after `第` or `百分之`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from decimal import Decimal
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict
+
+from ragtrack.nlp.quantities import value_key
+from ragtrack.nlp.text import norm
+
+__all__ = ["Fact", "cn_number", "fact_tokens", "facts", "missing_fact", "provided_keys", "words_number"]
+
+
+class Fact(BaseModel):
+    """One fact of a text: its kind, its normalised token and what it provides to statements."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str  # article | title | quote | date | time | range | percent | quantity | number
+    token: str  # normalised: equal facts have equal tokens
+    keys: frozenset[str]  # tokens this fact supports in a statement (itself, its value key, e.g. the bare number)
+    parts: tuple[str, ...] = ()  # a range in a statement also agrees when the support has both ends
+    value: str | None = None  # an amount with a unit by value (`ragtrack.nlp.quantities.value_key`): `3天` = `72 hours`
+
+
+# ------------------------------------------------------------------ numbers
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_NUM = "零〇一二两三四五六七八九十百千万亿"
+_CN_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000}
+_NOT_ONE_AFTER = frozenset("哪这那每同某任单唯统逐第")
+
+_EN_UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}
+_EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_EN_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
+_SCALE_WORDS = {"thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000, "万": 10_000, "亿": 100_000_000}
+
+
+def cn_number(s: str) -> int | None:
+    """The integer a run of Chinese numerals writes (`十二` = 12, `三千零五` = 3005), read by `cn2an`; or None.
+
+    A run of bare digits without 十百千 (`二〇二三`) is read digit by digit (2023).
+    """
+    if not s or any(c not in _CN_NUM for c in s):
+        return None
+    import warnings
+
+    import cn2an
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cn2an warns before it raises on a malformed run
+        try:
+            value = cn2an.cn2an(s, "normal")
+        except (ValueError, KeyError, IndexError):
+            return None
+    return int(value)
+
+
+def words_number(words: list[str]) -> int | None:
+    """The integer a sequence of English number words writes (`twenty five` = 25), or None."""
+    total, current, seen, prev = 0, 0, False, ""
+    for w in words:
+        if w == "and":
+            if prev not in _EN_SCALES:
+                return None
+            prev = w
+            continue
+        prev = w
+        if w in _EN_UNITS:
+            current += _EN_UNITS[w]
+        elif w in _EN_TENS:
+            current += _EN_TENS[w]
+        elif w == "hundred":
+            current = (current or 1) * 100
+        elif w in _EN_SCALES:
+            total += (current or 1) * _EN_SCALES[w]
+            current = 0
+        else:
+            return None
+        seen = True
+    return total + current if seen else None
+
+
+def _fmt(value: Decimal) -> str:
+    """A number's canonical text: no exponent, no trailing zeros after a scaling."""
+    text = format(value.normalize(), "f")
+    return text
+
+
+def _digits(s: str) -> str:
+    """Digits as written, thousands separators removed (decimals kept as written: `3.10`)."""
+    return s.replace(",", "")
+
+
+# ------------------------------------------------------------------ units
+
+# unit spelling (after NFKC + casefold) -> canonical unit code
+_UNITS: dict[str, str] = {}
+for _code, _spellings in {
+    "wd": ["个工作日", "工作日", "business days", "business day", "working days", "working day"],
+    "d": ["个自然日", "自然日", "日", "天", "days", "day"],
+    "w": ["个星期", "星期", "周", "weeks", "week"],
+    "mo": ["个月", "months", "month"],
+    "y": ["年", "years", "year"],
+    "h": ["个小时", "小时", "hours", "hour", "hrs", "hr"],
+    "min": ["分钟", "minutes", "minute", "mins", "min"],
+    "s": ["秒钟", "秒", "seconds", "second", "secs", "sec"],
+    "usd": ["美元", "dollars", "dollar", "usd"],
+    "cny": ["元人民币", "元", "块钱", "块", "人民币", "yuan", "rmb", "cny"],
+    "eur": ["欧元", "euros", "euro", "eur"],
+    "mg": ["毫克", "milligrams", "milligram", "mg"],
+    "g": ["克", "grams", "gram", "g"],
+    "kg": ["千克", "公斤", "kilograms", "kilogram", "kg"],
+    "ml": ["毫升", "milliliters", "millilitres", "milliliter", "millilitre", "ml"],
+    "l": ["升", "liters", "litres", "liter", "litre"],
+    "km": ["公里", "千米", "kilometers", "kilometres", "km"],
+    "m": ["米", "meters", "metres", "meter", "metre"],
+    "cm": ["厘米", "centimeters", "centimetres", "centimeter", "centimetre", "cm"],
+    "mm": ["毫米", "millimeters", "millimetres", "millimeter", "millimetre", "mm"],
+    "t": ["吨", "tonnes", "tonne"],
+    "cm2": ["平方厘米", "square centimeters", "square centimetres", "square centimeter", "square centimetre", "cm²", "cm2"],
+    "m2": ["平方米", "square meters", "square metres", "square meter", "square metre", "m²", "m2"],
+    "km2": ["平方公里", "平方千米", "square kilometers", "square kilometres", "square kilometer", "square kilometre", "km²", "km2"],
+    "ha": ["公顷", "hectares", "hectare"],
+    "mu": ["亩"],
+    "tb": ["terabytes", "terabyte", "tb"],
+    "gb": ["gigabytes", "gigabyte", "gb"],
+    "mb": ["megabytes", "megabyte", "mb"],
+    "kb": ["kilobytes", "kilobyte", "kb"],
+    "x": ["倍", "times"],
+    "people": ["个人", "名", "人", "people", "persons", "employees"],
+    "age": ["周岁", "岁"],
+    "item": ["次", "项", "件", "份", "家", "所", "种", "条", "页", "张"],
+}.items():
+    for _sp in _spellings:
+        _UNITS[_sp] = _code
+_UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+_UNIT_ALT_CN = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if not u.isascii())
+_CURRENCY_PREFIX = {"$": "usd", "¥": "cny", "€": "eur", "us$": "usd"}
+_PERMILLE = ("‰", "per mille", "permille")
+_ORDINALS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+             "ninth": 9, "tenth": 10, "twelfth": 12, "twentieth": 20, "hundredth": 100, "thousandth": 1000}
+
+# ------------------------------------------------------------------ patterns (on NFKC + casefold text)
+
+_MONTHS = {m: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
+_MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MON = "|".join(sorted(_MONTHS, key=len, reverse=True))
+
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,000 | 3.5 | 12
+_CNN = f"[{_CN_NUM}]+(?:点[{_CN_NUM[:-5]}]+)?"  # 十二 | 三点五
+_NUM_WORD = r"(?:" + "|".join(sorted([*_EN_UNITS, *_EN_TENS, *_EN_SCALES], key=len, reverse=True)) + r")\b"
+_WORD_NUM = rf"{_NUM_WORD}(?:[\s-]+(?:and[\s-]+)?{_NUM_WORD})*"  # twenty-five | one hundred and five
+_NOT_AFTER_LETTER = r"(?<![a-z0-9_.])"
+
+_ARTICLE_CN = re.compile(f"第([0-9]+|[{_CN_NUM}]+)(条|款|项|章|节|编)")
+_ARTICLE_EN = re.compile(r"(?<![a-z])(article|art\.|section|sec\.|§)\s*(\d+(?:\.\d+)*)", re.IGNORECASE)
+_TITLE = re.compile(r"《([^《》]{1,60})》")
+_QUOTE = re.compile(r"\"([^\"\n]{1,30})\"|“([^”\n]{1,30})”|「([^」\n]{1,30})」|『([^』\n]{1,30})』")
+_DATE_ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
+_DATE_CN = re.compile(r"(?:(\d{4}|[零〇一二三四五六七八九]{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(?:(\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?")
+_DATE_EN_MDY = re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
+_DATE_EN_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MON})\.?(?:,?\s+(\d{{4}}))?\b")
+_DATE_EN_MY = re.compile(rf"\b({_MON})\.?,?\s+(\d{{4}})\b")
+_YEAR_CN = re.compile(r"(?<!\d)(\d{4})年(?!\d)")
+_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
+_FRACTION_CN = re.compile(f"({_CNN}|{_NUM})分之({_CNN}|{_NUM})")  # 百分之三 = 3%, 千分之三 = 3‰, 三分之一 = 1/3
+_ORDINAL = "|".join(sorted((*_ORDINALS, *(f"{o}s" for o in _ORDINALS if o != "halves")), key=len, reverse=True))
+_FRACTION_EN = re.compile(rf"{_NOT_AFTER_LETTER}(?:(a|an|{_WORD_NUM}|\d+)[\s-]+)?({_ORDINAL})\b(?!-)")
+_HALF_CN = re.compile(f"([{_CN_NUM}]+|\\d+)(?:个半({_UNIT_ALT_CN}|月)|({_UNIT_ALT_CN})半)")  # 一年半, 两个半小时
+_HALF_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(?:(a|an|one|{_WORD_NUM}|\d+)\s+({_UNIT_ALT})\s+and\s+a\s+half|half\s+(?:a|an)\s+({_UNIT_ALT}))\b"
+)  # a year and a half, half a year
+_HALF_ALONE_CN = re.compile(f"(?<![{_CN_NUM}0-9个])半个?({_UNIT_ALT_CN}|月)")  # 半年, 半个月, 半小时
+_TENTHS_CN = re.compile(f"([{_CN_NUM}]+|\\d+)(米|块|元)([一二三四五六七八九])(?![{_CN_NUM}点个]|{_UNIT_ALT_CN})")  # 一米二
+_AMOUNT = (
+    rf"(?:(us\$|\$|¥|€)\s?)?(?:({_NUM})|{_NOT_AFTER_LETTER}({_WORD_NUM})|({_CNN}))"
+    rf"(?:\s?(thousand|million|billion|万|亿))?"
+)
+_RANGE_UNIT = rf"(%|percent\b|(?:{_UNIT_ALT})(?![a-z]))?"
+_BETWEEN = re.compile(rf"\bbetween\s+({_NUM})\s+and\s+({_NUM})(?![\d])\s*{_RANGE_UNIT}")
+_RANGE = re.compile(
+    rf"{_NOT_AFTER_LETTER}({_NUM})\s*(?:-|–|—|~|～|至|到|\bto\b)\s*({_NUM})(?![\d])\s*(%|percent\b|(?:{_UNIT_ALT})(?![a-z]))?"
+)
+_QUANTITY = re.compile(
+    rf"{_NOT_AFTER_LETTER}{_AMOUNT}(?:[\s-]?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
+)
+# A rate: an amount per a unit or per an amount (`112.5 g per litre`, `22.5 g of sugars per 100 g`, `$5 a month`,
+# `每100毫升含糖11.25克`, `108元/亩`); up to three words may stand between the amount and `per`.
+_RATE_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}((?:us\$|\$|€)\s?)?({_NUM})[\s-]?((?:{_UNIT_ALT})(?![a-z]))?((?:\s+[a-z][a-z'-]*){{0,3}}?)"
+    rf"\s*(?:\bper\b|/|\b(?:for |of )?every\b|\beach\b|\ba\b|\ban\b)\s*(?:({_NUM})\s*)?((?:{_UNIT_ALT})(?![a-z]))"
+)
+_RATE_CN_PER_FIRST = re.compile(
+    f"每({_NUM}|{_CNN})?({_UNIT_ALT_CN})[\u4e00-\u9fff]{{0,4}}?({_NUM}|{_CNN})({_UNIT_ALT_CN})"
+)
+_RATE_CN_SLASH = re.compile(f"({_NUM}|{_CNN})({_UNIT_ALT_CN})/({_NUM}|{_CNN})?({_UNIT_ALT_CN})")
+_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w]|\.\d)")
+
+
+def _year(s: str) -> str:
+    return s if s.isdigit() else str(cn_number(s))
+
+
+def _small(s: str | None) -> int | None:
+    if s is None:
+        return None
+    return int(s) if s.isdigit() else cn_number(s)
+
+
+def _mask(text: str, span: tuple[int, int]) -> str:
+    a, b = span
+    return text[:a] + " " * (b - a) + text[b:]
+
+
+def _amount(m: re.Match[str]) -> tuple[Decimal, bool] | None:
+    """The value of `_AMOUNT`'s groups 1–5 and whether it was written in words/numerals."""
+    digits, words, cn, scale = m.group(2), m.group(3), m.group(4), m.group(5)
+    spelled = digits is None
+    if digits is not None:
+        value = Decimal(_digits(digits))
+    elif words is not None:
+        n = words_number(re.split(r"[\s-]+", words.strip(" -")))
+        if n is None:
+            return None
+        value = Decimal(n)
+    else:
+        if "点" in cn:
+            whole, frac = cn.split("点", 1)
+            w = cn_number(whole)
+            if w is None or not all(c in _CN_DIGITS for c in frac):
+                return None
+            value = Decimal(f"{w}.{''.join(str(_CN_DIGITS[c]) for c in frac)}")
+        else:
+            n = cn_number(cn)
+            if n is None:
+                return None
+            value = Decimal(n)
+    if scale:
+        value *= _SCALE_WORDS[scale]
+    return value, spelled
+
+
+def _unit(u: str | None) -> str | None:
+    if u is None:
+        return None
+    u = u.strip()
+    if u in ("%", "percent", "per cent"):
+        return "%"
+    if u in _PERMILLE:
+        return "‰"
+    return _UNITS.get(u)
+
+
+def facts(text: str | None) -> list[Fact]:
+    """The fact tokens of `text`, in order of kind then position (see the module doc)."""
+    return list(_facts(text or ""))
+
+
+@lru_cache(maxsize=65536)
+def _facts(text: str) -> tuple[Fact, ...]:
+    s = unicodedata.normalize("NFKC", text).casefold()
+    out: list[Fact] = []
+
+    def add(kind: str, token: str, *extra: str, parts: tuple[str, ...] = (), value: str | None = None) -> None:
+        keys = frozenset((token, *extra, *([value] if value else [])))
+        out.append(Fact(kind=kind, token=token, keys=keys, parts=parts, value=value))
+
+    def take(pattern: re.Pattern[str], fn) -> None:  # noqa: ANN001 - local helper
+        nonlocal s
+        for m in list(pattern.finditer(s)):
+            if fn(m) is not False:
+                s = _mask(s, m.span())
+
+    def article_cn(m: re.Match[str]) -> None:
+        n = m.group(1) if m.group(1).isdigit() else cn_number(m.group(1))
+        add("article", f"第{n}{m.group(2)}")
+
+    def article_en(m: re.Match[str]) -> None:
+        word = "article" if m.group(1).startswith("art") else "section"
+        add("article", f"{word} {m.group(2)}")
+
+    def title(m: re.Match[str]) -> None:
+        add("title", f"《{norm(m.group(1))}》")
+
+    def quote(m: re.Match[str]) -> bool | None:
+        inner = norm(next(g for g in m.groups() if g is not None))
+        if not inner:
+            return False
+        add("quote", f'"{inner}"')
+        return None
+
+    def date(y: str | None, mo: int | None, d: int | None) -> bool | None:
+        if mo is None or not 1 <= mo <= 12 or (d is not None and not 1 <= d <= 31):
+            return False
+        if y and d:
+            add("date", f"{y}-{mo:02d}-{d:02d}", f"{y}-{mo:02d}", y, f"{mo:02d}-{d:02d}")
+        elif y:
+            add("date", f"{y}-{mo:02d}", y)
+        elif d:
+            add("date", f"{mo:02d}-{d:02d}")
+        else:
+            return False
+        return None
+
+    def range_(m: re.Match[str]) -> None:
+        lo, hi, unit = _digits(m.group(1)), _digits(m.group(2)), _unit(m.group(3)) or ""
+        add("range", f"{lo}-{hi}{unit}", f"{lo}-{hi}", lo, hi, f"{lo}{unit}", f"{hi}{unit}", parts=(f"{lo}{unit}", f"{hi}{unit}"))
+
+    def quantity(m: re.Match[str]) -> bool | None:
+        got = _amount(m)
+        if got is None:
+            return False
+        value, spelled = got
+        prefix, unit = m.group(1), _unit(m.group(6))
+        unit = _CURRENCY_PREFIX.get(prefix or "", unit)
+        raw = m.group(2) if m.group(2) is not None and not m.group(5) else None
+        number = _digits(raw) if raw is not None else _fmt(value)
+        cn, words = m.group(4), m.group(3)
+        # Decisions: 一 / one alone are numbers only before a unit; a Chinese numeral only before a unit.
+        if cn is not None and unit is None and not m.group(5):
+            return False
+        if (cn == "一" or (words or "").strip(" -") == "one") and unit in (None, "item", "people"):
+            return False
+        if cn == "一" and m.start() and s[m.start() - 1] in _NOT_ONE_AFTER:
+            return False  # 哪一年, 这一天, 同一周: "which/this/the same", not a count
+        if unit is None and m.end() < len(s) and s[m.end()].isascii() and s[m.end()].isalpha():
+            return False  # glued to letters: an identifier (3d, 5x)
+        if spelled and words is not None and unit is None and value == 0:
+            return False
+        written = m.group(6) if m.group(6) is not None else unit  # the unit as written, else the currency sign's
+        if unit in ("%", "‰"):
+            add("percent", f"{number}{unit}", number, value=value_key(value, unit))
+        elif unit is not None:
+            add("quantity", f"{number}{unit}", number, value=value_key(value, written))
+        else:
+            add("number", number)
+        return None
+
+    take(_ARTICLE_CN, article_cn)
+    take(_ARTICLE_EN, article_en)
+    take(_TITLE, title)
+    take(_QUOTE, quote)
+    take(_DATE_ISO, lambda m: date(m.group(1), int(m.group(2)), int(m.group(3))))
+    take(_DATE_CN, lambda m: date(_year(m.group(1)) if m.group(1) else None, _small(m.group(2)), _small(m.group(3))))
+    take(_DATE_EN_MDY, lambda m: date(m.group(3), _MONTHS[m.group(1)], int(m.group(2))))
+    take(_DATE_EN_DMY, lambda m: date(m.group(3), _MONTHS[m.group(2)], int(m.group(1))))
+    take(_DATE_EN_MY, lambda m: date(m.group(2), _MONTHS[m.group(1)], None))
+    take(_YEAR_CN, lambda m: add("number", m.group(1)))
+    take(_TIME, lambda m: add("time", f"{int(m.group(1))}:{m.group(2)}") if int(m.group(1)) < 24 and int(m.group(2)) < 60 else False)
+    take(_FRACTION_CN, lambda m: _fraction(_cn_amount(m.group(2)), _cn_amount(m.group(1)), add))
+    take(_HALF_EN, lambda m: _half_en(m, add))
+    take(_FRACTION_EN, lambda m: _fraction(_en_amount(m.group(1)), Decimal(_ORDINALS[m.group(2).removesuffix("s")
+                                                                            if m.group(2) != "halves" else "half"]), add))
+    take(_HALF_CN, lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2) or m.group(3), Decimal("0.5"), add))
+    take(_HALF_ALONE_CN, lambda m: _unit_amount(Decimal(0), m.group(1), Decimal("0.5"), add))
+    take(_TENTHS_CN, lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2), Decimal(cn_number(m.group(3)) or 0) / 10, add))
+    take(_VERSION, lambda m: add("number", m.group(1)))
+    take(_RATE_EN, lambda m: _rate(m.group(2), m.group(3) or _CURRENCY_WORD.get((m.group(1) or "").strip()),
+                                   m.group(5), m.group(6), add) if _plain(m.group(4)) else False)
+    take(_RATE_CN_PER_FIRST, lambda m: _rate(m.group(3), m.group(4), m.group(1), m.group(2), add))
+    take(_RATE_CN_SLASH, lambda m: _rate(m.group(1), m.group(2), m.group(3), m.group(4), add))
+    take(_BETWEEN, range_)
+    take(_RANGE, range_)
+    take(_QUANTITY, quantity)
+    return tuple(out)
+
+
+def _cn_amount(text: str) -> Decimal | None:
+    """A number written in digits or Chinese numerals (`三点五` = 3.5; a lone 十 百 千 万 is its value), or None."""
+    if text in _CN_SCALES:
+        return Decimal(_CN_SCALES[text])
+    inner = re.fullmatch(_AMOUNT, text)
+    got = _amount(inner) if inner else None
+    return got[0] if got else None
+
+
+def _en_amount(text: str | None) -> Decimal | None:
+    """The numerator of an English fraction: `a`/`an`/none = 1, digits or number words."""
+    if text is None or text in ("a", "an"):
+        return Decimal(1)
+    if text[0].isdigit():
+        return Decimal(text)
+    n = words_number(re.split(r"[\s-]+", text.strip(" -")))
+    return None if n is None else Decimal(n)
+
+
+def _fraction(numerator: Decimal | None, denominator: Decimal | None, add) -> bool | None:  # noqa: ANN001
+    """`numerator / denominator` as a percent (per 100), per-mille (per 1000) or fraction fact, with its ratio value."""
+    if numerator is None or not denominator:
+        return False
+    number = _fmt(numerator)
+    sign = {100: "%", 1000: "‰"}.get(int(denominator)) if denominator == int(denominator) else None
+    ratio = numerator / denominator
+    token = f"{number}{sign}" if sign else f"{number}/{_fmt(denominator)}"
+    add("percent", token, number, value=value_key(ratio, "ratio"))
+    return None
+
+
+def _half_en(m: re.Match[str], add) -> bool | None:  # noqa: ANN001
+    """`a year and a half` = 1.5 years, `half a year` = 0.5 years."""
+    if m.group(3) is not None:
+        return _unit_amount(Decimal(0), m.group(3), Decimal("0.5"), add)
+    return _unit_amount(_en_amount(m.group(1)), m.group(2), Decimal("0.5"), add)
+
+
+def _unit_amount(whole: Decimal | None, unit_word: str, extra: Decimal, add) -> bool | None:  # noqa: ANN001
+    """`<whole><unit>` plus `extra` of the unit (一年半: 1.5 years; 一米二: 1.2 metres), as a quantity fact."""
+    word = unit_word if unit_word in _UNITS else f"个{unit_word}"  # 一个半月: the unit is 个月
+    code = _UNITS.get(word)
+    if whole is None or code is None:
+        return False
+    value = whole + extra
+    number = _fmt(value)
+    add("quantity", f"{number}{code}", number, value=value_key(value, word))
+    return None
+
+
+_CURRENCY_WORD = {"$": "dollars", "us$": "dollars", "€": "euros"}
+
+
+def _plain(words: str) -> bool:
+    """Words between a rate's amount and its `per` that hold no number or unit (`500 mg three times a day` is no
+    rate of 500 mg a day)."""
+    return not any(w in _UNITS or w in ("once", "twice", "thrice") or words_number([w]) is not None
+                   for w in words.split())
+
+
+def _rate(amount: str, unit_word: str | None, per_amount: str | None, per_word: str, add) -> bool | None:  # noqa: ANN001
+    """An amount per a unit (or per an amount of it) as a `rate` fact: `22.5g/100g`, by value when both units have one
+    (`ratio:0.225` when they are of one family, `mass/volume:112.5` in base units otherwise). It also provides its
+    two amounts, so a statement that names either still agrees."""
+    num, den = _cn_amount(amount), _cn_amount(per_amount) if per_amount else Decimal(1)
+    code, per_code = _UNITS.get(unit_word or ""), _UNITS.get(per_word)
+    if num is None or den is None or not den or code is None or per_code is None:
+        return False
+    if code == per_code and not per_amount:  # 每次…一次: a count of what it is counted per is no rate
+        return False
+    top, bottom = value_key(num, unit_word), value_key(den, per_word)
+    value = None
+    if top and bottom:
+        (fam, mag), (per_fam, per_mag) = top.split(":", 1), bottom.split(":", 1)
+        ratio = format(float(f"{float(mag) / float(per_mag):.9g}"), ".9g")
+        value = f"ratio:{ratio}" if fam == per_fam else f"{fam}/{per_fam}:{ratio}"
+    parts = [f"{_fmt(num)}{code}", *([f"{_fmt(den)}{per_code}"] if per_amount else []), *(k for k in (top, bottom) if k)]
+    add("rate", f"{_fmt(num)}{code}/{_fmt(den) if per_amount else ''}{per_code}", *parts, value=value)
+    return None
+
+
+def fact_tokens(text: str | None) -> list[str]:
+    """The normalised tokens of `facts(text)`."""
+    return [f.token for f in facts(text)]
+
+
+def provided_keys(text: str | None) -> frozenset[str]:
+    """Every token the facts of `text` provide to a statement it supports."""
+    return frozenset(k for f in facts(text) for k in f.keys)
+
+
+def missing_fact(statement_facts: list[Fact], support_norm: str, support_keys: frozenset[str]) -> str | None:
+    """The first fact of a statement that its supporting text lacks, or None when all agree.
+
+    Titles and quotes agree when their inner text occurs in the normalised supporting
+    text (`support_norm`, SPEC §0 `norm`); every other kind when its token is among the
+    supporting text's `provided_keys` (a range also when both its ends are).
+    """
+    for f in statement_facts:
+        if f.kind in ("title", "quote"):
+            if f.token[1:-1] not in support_norm:
+                return f.token
+        elif f.token not in support_keys and f.value not in support_keys and not (
+            f.parts and all(p in support_keys for p in f.parts)
+        ):
+            return f.token
+    return None

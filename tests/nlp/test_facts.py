@@ -1,0 +1,139 @@
+"""Fact tokens: extraction and normalisation tables (SPEC §3), and the agreement rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragtrack.nlp.facts import cn_number, fact_tokens, facts, missing_fact, provided_keys, words_number
+from ragtrack.nlp.text import norm
+
+# Texts that state the same fact normalise to the same tokens.
+SAME = [
+    ("七日", "7日", ["7d"]),
+    ("7天", "7 days", ["7d"]),
+    ("seven days", "7 days", ["7d"]),
+    ("7个工作日", "7 business days", ["7wd"]),
+    ("两年", "2 years", ["2y"]),
+    ("十二个月", "12 months", ["12mo"]),
+    ("3.5%", "3.5 percent", ["3.5%"]),
+    ("百分之三点五", "3.5%", ["3.5%"]),
+    ("第十二条", "第12条", ["第12条"]),
+    ("第三款", "第3款", ["第3款"]),
+    ("Article 12", "Art. 12", ["article 12"]),
+    ("Section 3.2", "§ 3.2", ["section 3.2"]),
+    ("1,000", "1000", ["1000"]),
+    ("twenty", "20", ["20"]),
+    ("twenty-five students", "25 students", ["25"]),
+    ("one hundred and five", "105", ["105"]),
+    ("$1,000", "1,000 dollars", ["1000usd"]),
+    ("1000美元", "1000 dollars", ["1000usd"]),
+    ("100万元", "1000000元", ["1000000cny"]),
+    ("1.5 million dollars", "1500000 dollars", ["1500000usd"]),
+    ("2023年5月1日", "May 1, 2023", ["2023-05-01"]),
+    ("1 May 2023", "2023-05-01", ["2023-05-01"]),
+    ("2023/5/1", "2023-05-01", ["2023-05-01"]),
+    ("5到10天", "5-10 days", ["5-10d"]),
+    ("between 5 and 10 days", "5 to 10 days", ["5-10d"]),
+    ("500毫克", "500 mg", ["500mg"]),
+    ("100 millilitres", "100 ml", ["100ml"]),  # every metric unit spelled out too, in both spellings
+    ("100毫升", "100 milliliters", ["100ml"]),
+    ("500 milligrams", "500毫克", ["500mg"]),
+    ("30 centimetres", "30厘米", ["30cm"]),
+    ("16 gigabytes", "16 GB", ["16gb"]),
+    ("《中华人民共和国公司法》", "《中华人民共和国 公司法》", ["《中华人民共和国公司法》"]),
+    ("a 1.2-metre telescope", "a 1.2 metre telescope", ["1.2m"]),
+    ("a 30-day period", "a 30 day period", ["30d"]),
+    ("25 cm²", "25 square centimetres", ["25cm2"]),
+    ("108元/亩", "每亩108元", ["108cny/mu"]),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("more than 22.5 g of sugars per 100 g", "more than 22.5% sugars"),
+    ("112.5 g per litre", "11.25 g of sugars per 100 ml"),
+    ("每100毫升含糖11.25克", "112.5 g per litre"),
+    ("$5 a month", "60 dollars per year"),
+])
+def test_a_rate_agrees_with_the_same_rate_written_another_way(a: str, b: str) -> None:
+    assert missing_fact(facts(a), norm(b), provided_keys(b)) is None
+
+
+def test_a_rate_provides_its_two_amounts() -> None:
+    assert {"22.5g", "100g"} <= provided_keys("22.5 g of sugars per 100 g")
+
+
+@pytest.mark.parametrize("text", ["500 mg twice a day", "500 mg three times a day"])
+def test_a_count_between_an_amount_and_per_makes_no_rate(text: str) -> None:
+    assert "500mg" in fact_tokens(text)
+
+
+def test_a_count_per_the_thing_counted_is_no_rate() -> None:
+    assert fact_tokens("科目二每次预约含两次补考机会") == ["2item"]
+
+
+@pytest.mark.parametrize(("a", "b", "tokens"), SAME)
+def test_equal_facts_normalise_to_equal_tokens(a: str, b: str, tokens: list[str]) -> None:
+    assert fact_tokens(a) == fact_tokens(b) == tokens
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("9:30 every morning", ["9:30"]),
+        ("Python 3.10", ["3.10"]),  # decimals as written: a version is not 3.1
+        ("version 3.11.2", ["3.11.2"]),
+        ("他说“你好世界”", ['"你好世界"']),
+        ("in 2023", ["2023"]),
+        ("2023年", ["2023"]),
+        ("FHA 贷款允许最低 3.5% 的首付", ["3.5%"]),
+    ],
+)
+def test_other_kinds(text: str, tokens: list[str]) -> None:
+    assert fact_tokens(text) == tokens
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["one of the best", "一个重要原因", "统一管理", "千万不要", "十分重要", "哪一年", "MiniLM-L6", "3D printing", "the tenant", "someone"],
+)
+def test_words_that_are_usually_not_numbers_give_no_fact(text: str) -> None:
+    assert fact_tokens(text) == []
+
+
+@pytest.mark.parametrize(("text", "value"), [("七", 7), ("十二", 12), ("两", 2), ("三千零五", 3005), ("一百二十", 120), ("三万", 30000), ("二〇二三", 2023)])
+def test_chinese_numerals(text: str, value: int) -> None:
+    assert cn_number(text) == value
+
+
+@pytest.mark.parametrize(("words", "value"), [("twenty", 20), ("twenty five", 25), ("one hundred and five", 105), ("three thousand", 3000)])
+def test_english_number_words(words: str, value: int) -> None:
+    assert words_number(words.split()) == value
+
+
+def test_five_and_six_is_not_one_number() -> None:
+    assert words_number(["five", "and", "six"]) is None
+
+
+def _missing(statement: str, support: str) -> str | None:
+    return missing_fact(facts(statement), norm(support), provided_keys(support))
+
+
+def test_a_changed_number_is_the_missing_fact() -> None:
+    assert _missing("The course lasts 14 days.", "The full course lasts 10 days.") == "14d"
+
+
+def test_a_bare_number_agrees_with_the_same_number_with_a_unit() -> None:
+    assert _missing("Scores of 580 qualify.", "A score of 580 points or 3.5% down.") is None
+
+
+def test_a_range_agrees_with_its_two_ends() -> None:
+    assert _missing("Scores from 500 to 579 need 10%.", "Scores between 500 and 579 need at least 10%.") is None
+
+
+def test_a_date_provides_its_year() -> None:
+    assert _missing("It happened in 2012.", "It crossed on August 25, 2012.") is None
+
+
+def test_a_title_agrees_by_containment_of_its_name() -> None:
+    assert _missing("依照《公司法》办理", "《中华人民共和国公司法》第十二条") is None
+    assert _missing("依照《劳动法》办理", "《劳动合同法》第十九条") == "《劳动法》"
