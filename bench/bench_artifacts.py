@@ -33,14 +33,21 @@ def _measured(cmd: list[str], cwd: Path) -> tuple[int, str, str, float, float, f
     from `wait4`)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True,
-                                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=out, stderr=err, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - t0
         out.seek(0), err.seek(0)
-        return (proc.returncode, out.read(), err.read(), wall, usage.ru_utime + usage.ru_stime,
-                usage.ru_maxrss / 1024)  # KB on Linux
+        return (
+            proc.returncode,
+            out.read(),
+            err.read(),
+            wall,
+            usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss / 1024,
+        )  # KB on Linux
 
 
 def _artifacts(store: Path) -> dict[str, int]:
@@ -54,7 +61,9 @@ def _artifacts(store: Path) -> dict[str, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=100_000)
-    ap.add_argument("--audit", action="store_true", help="also audit the run (re-scores it from its artifacts)")
+    ap.add_argument(
+        "--audit", action="store_true", help="also audit the run (re-scores it from its artifacts)"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -62,23 +71,37 @@ def main() -> None:
         store = tmp / "store"
         store.mkdir()
         uri = f"sqlite:///{store / 'mlflow.db'}"
-        run = [sys.executable, "-m", "ragtrack.app.cli", "run",
-               f"eval_set.files=[{paths['questions']},{paths['qaset']}]", f"generator.params.path={paths['predictions']}",
-               f"prompt.path={paths['prompt']}", f"index.path={paths['index']}", "tracking.experiment=bench",
-               f"tracking.uri={uri}", f"hydra.run.dir={tmp / 'hydra'}"]
+        run = [
+            sys.executable,
+            "-m",
+            "ragtrack.app.cli",
+            "run",
+            f"eval_set.files=[{paths['questions']},{paths['qaset']}]",
+            f"generator.params.path={paths['predictions']}",
+            f"prompt.path={paths['prompt']}",
+            f"index.path={paths['index']}",
+            "tracking.experiment=bench",
+            f"tracking.uri={uri}",
+            f"hydra.run.dir={tmp / 'hydra'}",
+        ]
         code, _, err, wall, cpu, rss = _measured(run, store)
         if code != 0:
             raise SystemExit(f"ragtrack run failed:\n{err[-3000:]}")
         sizes = _artifacts(store)
         inputs = {k: v for k, v in sizes.items() if k.split("/")[0] in ("inputs", "prompt", "predictions")}
-        print(f"ragtrack run, {args.cases:,} cases: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:,.0f} MB")
-        print(f"  artifacts {sum(sizes.values()) / 1e6:8.2f} MB in all; archived inputs {sum(inputs.values()) / 1e6:.2f} MB")
+        print(
+            f"ragtrack run, {args.cases:,} cases: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:,.0f} MB"
+        )
+        print(
+            f"  artifacts {sum(sizes.values()) / 1e6:8.2f} MB in all; archived inputs {sum(inputs.values()) / 1e6:.2f} MB"
+        )
         for path, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:10]:
             print(f"    {size / 1e6:8.2f} MB  {path}")
         if args.audit:
             run_id = next(line.split()[-1] for line in err.splitlines() if "mlflow run full:" in line)
-            code, out, err, wall, cpu, rss = _measured([sys.executable, "-m", "ragtrack.app.cli", "audit", run_id,
-                                                        "--tracking-uri", uri], store)
+            code, out, err, wall, cpu, rss = _measured(
+                [sys.executable, "-m", "ragtrack.app.cli", "audit", run_id, "--tracking-uri", uri], store
+            )
             verdict = (out.strip().splitlines() or ["(no output)"])[-1]
             print(f"ragtrack audit: {verdict}; {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:,.0f} MB")
             if code != 0:

@@ -33,10 +33,10 @@ atexit.register(shutil.rmtree, os.environ["RAGTRACK_CACHE_DIR"], ignore_errors=T
 
 from omegaconf import OmegaConf  # noqa: E402
 
-from ragtrack.inputs.config import IndexConfig  # noqa: E402
 from ragtrack.clients.embeddings import Embedder  # noqa: E402
 from ragtrack.index.build import CorpusFile, index_spec, open_index  # noqa: E402
 from ragtrack.index.retriever import Retriever  # noqa: E402
+from ragtrack.inputs.config import IndexConfig  # noqa: E402
 from ragtrack.nlp.text import cjk_runs  # noqa: E402
 
 DEMO = ROOT / "experiments" / "demo"
@@ -107,13 +107,25 @@ def main() -> None:
         retriever = Retriever(index)
         hits = {mode: retriever.search([q for q, _ in questions], max(args.k), mode) for mode in MODES}
         for lang in ("all", "en", "zh"):
-            rows = [i for i, (q, _) in enumerate(questions) if lang == "all" or (lang == "zh") == bool(cjk_runs(q))]
+            rows = [
+                i
+                for i, (q, _) in enumerate(questions)
+                if lang == "all" or (lang == "zh") == bool(cjk_runs(q))
+            ]
             cells = []
             for mode in MODES:
                 for k in args.k:
-                    per_q = [sum(found([h.chunk for h in hits[mode][i][:k]], g) for g in questions[i][1]) / len(questions[i][1]) for i in rows]
+                    per_q = [
+                        sum(found([h.chunk for h in hits[mode][i][:k]], g) for g in questions[i][1])
+                        / len(questions[i][1])
+                        for i in rows
+                    ]
                     cells.append(f"{sum(per_q) / len(per_q):>9.3f}")
-            lead = f"{name:<14} {len(spec.chunks):>6} {cold:>12.2f} {reuse:>8.2f}" if lang == "all" else f"{'':<14} {'':>6} {'':>12} {'':>8}"
+            lead = (
+                f"{name:<14} {len(spec.chunks):>6} {cold:>12.2f} {reuse:>8.2f}"
+                if lang == "all"
+                else f"{'':<14} {'':>6} {'':>12} {'':>8}"
+            )
             print(f"{lead} {lang + ' (' + str(len(rows)) + ')':>12}  " + " ".join(cells))
 
 

@@ -39,7 +39,9 @@ def main() -> int:
             for run, level in enumerate(int(x) for x in args.levels.split(",")):
                 n = max(level, round(level / args.delay * args.seconds))
                 client = LLMClient(LLMSettings(base_url=url, model="bench", concurrency=level))
-                prompts = [[Message(role="user", content=f"level {level} run {run} question {i}")] for i in range(n)]
+                prompts = [
+                    [Message(role="user", content=f"level {level} run {run} question {i}")] for i in range(n)
+                ]
                 cache = GenCache(tmp)
                 t0 = time.perf_counter()
                 results, stats = client.complete_all(prompts, cache=cache, desc=f"c={level}")

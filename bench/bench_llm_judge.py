@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ragtrack.scorers import Batch, build_scorer  # noqa: E402
 from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
+from ragtrack.scorers import Batch, build_scorer  # noqa: E402
 from tests.fake_encoder import FakeEncoder  # noqa: E402
 from tests.llm_server import server_process  # noqa: E402
 
@@ -36,10 +36,22 @@ def batch(n: int, tag: str) -> Batch:
     cases, preds = [], []
     for i in range(n):
         cid = f"{tag}-{i}"
-        cases.append(EvalCase(id=cid, question=f"What does plan {cid} cost?", reference=RagReference(
-            ground_truth_answer=f"Plan {cid} costs {i} dollars. Refunds for {cid} take 5 days.")))
-        preds.append(Prediction(case_id=cid, answer=f"Plan {cid} costs {i} dollars. It includes pets.",
-                                contexts=[ContextChunk(text=f"Chunk {j} about plan {cid}: {i} dollars.") for j in range(K)]))
+        cases.append(
+            EvalCase(
+                id=cid,
+                question=f"What does plan {cid} cost?",
+                reference=RagReference(
+                    ground_truth_answer=f"Plan {cid} costs {i} dollars. Refunds for {cid} take 5 days."
+                ),
+            )
+        )
+        preds.append(
+            Prediction(
+                case_id=cid,
+                answer=f"Plan {cid} costs {i} dollars. It includes pets.",
+                contexts=[ContextChunk(text=f"Chunk {j} about plan {cid}: {i} dollars.") for j in range(K)],
+            )
+        )
     return Batch(cases=cases, predictions=preds)
 
 
@@ -52,7 +64,9 @@ def main() -> int:
     rounds = {"rag": [2 + K + 1, 4], "earag": [3]}  # questions per case in each round (see the module doc)
     with server_process("--judge", "--delay", str(args.delay)) as url:
         print(f"server {url}, delay {args.delay * 1000:.0f} ms per reply, {args.cases} cases of {K} chunks")
-        print(f"{'scorer':>6} {'conc.':>5} {'requests':>8} {'req/case':>8} {'seconds':>8} {'bound s':>8} {'ratio':>6}")
+        print(
+            f"{'scorer':>6} {'conc.':>5} {'requests':>8} {'req/case':>8} {'seconds':>8} {'bound s':>8} {'ratio':>6}"
+        )
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("rag", "earag"):
                 for level in (int(x) for x in args.levels.split(",")):
@@ -64,11 +78,15 @@ def main() -> int:
                     elapsed = time.perf_counter() - t0
                     n = out.metrics[f"{name}/llm/requests"]
                     bound = sum(math.ceil(q * args.cases / level) for q in rounds[name]) * args.delay
-                    print(f"{name:>6} {level:>5} {n:>8.0f} {n / args.cases:>8.1f} {elapsed:>8.2f} {bound:>8.2f} {bound / elapsed:>6.1%}")
+                    print(
+                        f"{name:>6} {level:>5} {n:>8.0f} {n / args.cases:>8.1f} {elapsed:>8.2f} {bound:>8.2f} {bound / elapsed:>6.1%}"
+                    )
                 t0 = time.perf_counter()
                 again = scorer.score(b)
-                print(f"{name:>6} re-run: {again.metrics[f'{name}/llm/requests']:.0f} requests, "
-                      f"{again.metrics[f'{name}/llm/cache_hits']:.0f} cache hits, {time.perf_counter() - t0:.2f} s")
+                print(
+                    f"{name:>6} re-run: {again.metrics[f'{name}/llm/requests']:.0f} requests, "
+                    f"{again.metrics[f'{name}/llm/cache_hits']:.0f} cache hits, {time.perf_counter() - t0:.2f} s"
+                )
     return 0
 
 

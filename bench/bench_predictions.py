@@ -57,7 +57,10 @@ def build(path: Path, megabytes: int) -> int:
 
 def measure(argv: list[str]) -> tuple[float, int, str]:
     """Wall seconds, peak RSS (KB) and stdout of one subprocess."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
@@ -83,19 +86,36 @@ def main() -> None:
         t0 = time.perf_counter()
         n_lines = build(preds, args.mb)
         size_mb = preds.stat().st_size / 1e6
-        print(f"predictions file: {size_mb:.0f} MB, {n_lines} lines, 52 cases (built in {time.perf_counter() - t0:.1f} s)")
+        print(
+            f"predictions file: {size_mb:.0f} MB, {n_lines} lines, 52 cases (built in {time.perf_counter() - t0:.1f} s)"
+        )
 
         wall, peak, out = measure([sys.executable, "-c", MATCH, str(preds), *eval_files])
         base, match_s, unmatched, dups, missing = out.split()
-        print(f"match  wall {wall:6.2f} s (match_prediction_file {float(match_s):.2f} s)  peak RSS {peak / 1024:7.1f} MB  "
-              f"(after imports {int(base) / 1024:.1f} MB; unmatched {unmatched}, duplicates {dups}, missing {missing})")
+        print(
+            f"match  wall {wall:6.2f} s (match_prediction_file {float(match_s):.2f} s)  peak RSS {peak / 1024:7.1f} MB  "
+            f"(after imports {int(base) / 1024:.1f} MB; unmatched {unmatched}, duplicates {dups}, missing {missing})"
+        )
 
-        score = [sys.executable, "-m", "ragtrack.app.cli", "score", "--predictions", str(preds), "--json",
-                 "--scorer", "eval_json_v2", "--scorer", "refusal_citation"]
+        score = [
+            sys.executable,
+            "-m",
+            "ragtrack.app.cli",
+            "score",
+            "--predictions",
+            str(preds),
+            "--json",
+            "--scorer",
+            "eval_json_v2",
+            "--scorer",
+            "refusal_citation",
+        ]
         for f in eval_files:
             score += ["--eval-set", f]
         wall, peak, out = measure(score)
-        print(f"score  wall {wall:6.2f} s  peak RSS {peak / 1024:7.1f} MB  (ragtrack score --json, both scorers)")
+        print(
+            f"score  wall {wall:6.2f} s  peak RSS {peak / 1024:7.1f} MB  (ragtrack score --json, both scorers)"
+        )
     finally:
         if args.keep_file:
             print(f"kept {tmp}")

@@ -38,17 +38,64 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragtrack.clients import embeddings  # noqa: E402
-from ragtrack.scorers import Batch, build_scorer  # noqa: E402
 from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
+from ragtrack.scorers import Batch, build_scorer  # noqa: E402
 
-EN_SUBJECTS = ["The refund", "The premium plan", "An FHA loan", "The Lisbon office", "Amoxicillin", "The API gateway",
-               "Article 12 of the charter", "The Berlin warehouse", "The annual audit", "The Python client"]
+EN_SUBJECTS = [
+    "The refund",
+    "The premium plan",
+    "An FHA loan",
+    "The Lisbon office",
+    "Amoxicillin",
+    "The API gateway",
+    "Article 12 of the charter",
+    "The Berlin warehouse",
+    "The annual audit",
+    "The Python client",
+]
 EN_VERBS = ["takes", "costs", "requires", "allows", "lasts", "needs", "covers", "limits"]
-EN_OBJECTS = ["{n} days", "{n} dollars", "{n}% of the price", "{n} business days", "{n} mg twice a day", "{n} requests per minute",
-              "a review by the {org}", "{n} hours of notice", "approval from the {org}", "{n} kilometres of cable"]
-ORGS = ["State Department", "Federal Housing Administration", "European Commission", "city council", "audit board"]
-ZH_SUBJECTS = ["退款", "高级套餐", "公积金贷款", "上海分公司", "布洛芬缓释胶囊", "接口网关", "《劳动合同法》第十九条", "北京仓库", "年度审计", "小型微利企业"]
-ZH_OBJECTS = ["需要{n}个工作日", "费用为{n}元", "按{n}%收取", "最长{n}天", "每日{n}次", "每分钟{n}次请求", "须经{org}审核", "提前{n}小时通知", "最高{n}万元"]
+EN_OBJECTS = [
+    "{n} days",
+    "{n} dollars",
+    "{n}% of the price",
+    "{n} business days",
+    "{n} mg twice a day",
+    "{n} requests per minute",
+    "a review by the {org}",
+    "{n} hours of notice",
+    "approval from the {org}",
+    "{n} kilometres of cable",
+]
+ORGS = [
+    "State Department",
+    "Federal Housing Administration",
+    "European Commission",
+    "city council",
+    "audit board",
+]
+ZH_SUBJECTS = [
+    "退款",
+    "高级套餐",
+    "公积金贷款",
+    "上海分公司",
+    "布洛芬缓释胶囊",
+    "接口网关",
+    "《劳动合同法》第十九条",
+    "北京仓库",
+    "年度审计",
+    "小型微利企业",
+]
+ZH_OBJECTS = [
+    "需要{n}个工作日",
+    "费用为{n}元",
+    "按{n}%收取",
+    "最长{n}天",
+    "每日{n}次",
+    "每分钟{n}次请求",
+    "须经{org}审核",
+    "提前{n}小时通知",
+    "最高{n}万元",
+]
 ZH_ORGS = ["财政部", "国家税务总局", "住房公积金管理中心", "市场监督管理局"]
 
 
@@ -58,7 +105,9 @@ def _en(rng: random.Random) -> str:
 
 
 def _zh(rng: random.Random) -> str:
-    return rng.choice(ZH_SUBJECTS) + rng.choice(ZH_OBJECTS).format(n=rng.randint(2, 999), org=rng.choice(ZH_ORGS))
+    return rng.choice(ZH_SUBJECTS) + rng.choice(ZH_OBJECTS).format(
+        n=rng.randint(2, 999), org=rng.choice(ZH_ORGS)
+    )
 
 
 def make_batch(n: int, seed: int = 0) -> Batch:
@@ -71,11 +120,19 @@ def make_batch(n: int, seed: int = 0) -> Batch:
         end, join = ("。", "") if zh else (".", " ")
         facts = [sent() for _ in range(3)]
         chunks = [join.join(s + end for s in (facts[k], sent(), sent())) for k in range(3)]
-        question = (facts[0][:8] + "是多少？") if zh else f"What does {facts[0].split(' ')[1]} require for case {i}?"
+        question = (
+            (facts[0][:8] + "是多少？") if zh else f"What does {facts[0].split(' ')[1]} require for case {i}?"
+        )
         answer = join.join(s + end for s in facts[: 2 + i % 2])
         gt = join.join(s + end for s in (facts[0], facts[1]))
         cid = f"c{i}"
-        cases.append(EvalCase(id=cid, question=question, reference=RagReference(ground_truth_answer=gt, ground_truth_contexts=chunks[:2])))
+        cases.append(
+            EvalCase(
+                id=cid,
+                question=question,
+                reference=RagReference(ground_truth_answer=gt, ground_truth_contexts=chunks[:2]),
+            )
+        )
         preds.append(Prediction(case_id=cid, answer=answer, contexts=[ContextChunk(text=c) for c in chunks]))
     return Batch(cases=cases, predictions=preds)
 
@@ -105,7 +162,9 @@ def raw_encode(texts: Sequence[str]) -> tuple[float, float]:
     """Wall and CPU seconds of one `model.encode` call on `texts`."""
     model = embeddings._load(embeddings.shared().folder)
     t0, c0 = time.perf_counter(), time.process_time()
-    model.encode(list(texts), batch_size=64, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    model.encode(
+        list(texts), batch_size=64, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+    )
     return time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -136,15 +195,28 @@ def throughput(batch: Batch, name: str, rounds: int) -> None:
                 scored.append((wall, cpu, wall - rec.seconds))
             else:
                 raw.append(raw_encode(distinct))
-    med = {k: statistics.median(v) for k, v in (("sw", [s[0] for s in scored]), ("sc", [s[1] for s in scored]),
-                                                ("rw", [r[0] for r in raw]), ("rc", [r[1] for r in raw]))}
-    print(f"{name:<6} {len(batch.cases):>6} cases, {len(distinct):>6} distinct texts, median [range] of {rounds} "
-          "alternated rounds:")
-    print(f"  scorer      wall {_spread([s[0] for s in scored])} s, CPU {_spread([s[1] for s in scored])} s "
-          f"(outside the encoder: wall {statistics.median(s[2] for s in scored):.2f} s); "
-          f"{len(batch.cases) / med['sw']:.1f} cases/s")
+    med = {
+        k: statistics.median(v)
+        for k, v in (
+            ("sw", [s[0] for s in scored]),
+            ("sc", [s[1] for s in scored]),
+            ("rw", [r[0] for r in raw]),
+            ("rc", [r[1] for r in raw]),
+        )
+    }
+    print(
+        f"{name:<6} {len(batch.cases):>6} cases, {len(distinct):>6} distinct texts, median [range] of {rounds} "
+        "alternated rounds:"
+    )
+    print(
+        f"  scorer      wall {_spread([s[0] for s in scored])} s, CPU {_spread([s[1] for s in scored])} s "
+        f"(outside the encoder: wall {statistics.median(s[2] for s in scored):.2f} s); "
+        f"{len(batch.cases) / med['sw']:.1f} cases/s"
+    )
     print(f"  raw encode  wall {_spread([r[0] for r in raw])} s, CPU {_spread([r[1] for r in raw])} s")
-    print(f"  ratio of medians: wall {med['sw'] / med['rw']:.2f}, CPU {med['sc'] / med['rc']:.2f}  (target ≤ 1.25)")
+    print(
+        f"  ratio of medians: wall {med['sw'] / med['rw']:.2f}, CPU {med['sc'] / med['rc']:.2f}  (target ≤ 1.25)"
+    )
 
 
 def latency(threads: int, per_thread: int) -> None:
@@ -168,8 +240,10 @@ def latency(threads: int, per_thread: int) -> None:
         t.join()
     times.sort()
     p95 = times[max(0, int(round(0.95 * len(times))) - 1)]
-    print(f"earag single-answer latency, {threads} threads x {per_thread}: p50 {statistics.median(times):.3f} s  "
-          f"p95 {p95:.3f} s  max {times[-1]:.3f} s")
+    print(
+        f"earag single-answer latency, {threads} threads x {per_thread}: p50 {statistics.median(times):.3f} s  "
+        f"p95 {p95:.3f} s  max {times[-1]:.3f} s"
+    )
 
 
 def main() -> None:
@@ -177,9 +251,14 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=10)
     ap.add_argument("--per-thread", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=5, help="scorer/raw rounds, order alternating; median and range")
+    ap.add_argument(
+        "--rounds", type=int, default=5, help="scorer/raw rounds, order alternating; median and range"
+    )
     args = ap.parse_args()
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    print(
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} on {os.cpu_count()} CPUs",
+        flush=True,
+    )
     emb = embeddings.shared()
     emb.identity  # hash the weights once, outside the timings
     embeddings._load(emb.folder)
@@ -193,8 +272,10 @@ def main() -> None:
         throughput(batch, name, args.rounds)
     latency(args.threads, args.per_thread)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(f"RSS after loading the model and jieba {rss_model / 2**20:.0f} MB; peak {peak / 2**20:.0f} MB; "
-          f"peak beyond the model {(peak - rss_model) / 2**20:.0f} MB")
+    print(
+        f"RSS after loading the model and jieba {rss_model / 2**20:.0f} MB; peak {peak / 2**20:.0f} MB; "
+        f"peak beyond the model {(peak - rss_model) / 2**20:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

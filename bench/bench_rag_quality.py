@@ -30,10 +30,11 @@ from rapidfuzz import fuzz
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragtrack.core.hashing import sha256_bytes  # noqa: E402
-from ragtrack.scorers import Batch, build_scorer, get_scorer_class  # noqa: E402
-from ragtrack.scorers.reliability import DIR as RELIABILITY_DIR, Accuracy, Reliability  # noqa: E402
-from ragtrack.nlp.text import norm  # noqa: E402
 from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
+from ragtrack.nlp.text import norm  # noqa: E402
+from ragtrack.scorers import Batch, build_scorer, get_scorer_class  # noqa: E402
+from ragtrack.scorers.reliability import DIR as RELIABILITY_DIR  # noqa: E402
+from ragtrack.scorers.reliability import Accuracy, Reliability
 
 PAIRS_DIR = Path(__file__).resolve().parent / "rag_pairs"
 LOWER_IS_BETTER = {"earag/hallucination"}
@@ -70,26 +71,73 @@ def pairs_of(topic: dict[str, Any], lang: str) -> list[Pair]:
     ctx = [t["c1"], t["c2"]]
     common = {"lang": lang, "domain": t["domain"], "split": t["split"], "question": t["question"]}
     spec: list[tuple[str, dict[str, Any], Side, Side]] = [
-        ("rag/faithfulness", {}, Side(answer=t.get("faith_better", t["good_answer"]), contexts=ctx),
-         Side(answer=t["faith_worse"], contexts=ctx)),
-        ("rag/context_relevance", {}, Side(answer=t["good_answer"], contexts=ctx),
-         Side(answer=t["good_answer"], contexts=[t["c1"], t["d1"]])),
-        ("rag/context_recall", {"ground_truth_answer": t["gt_answer"]}, Side(answer=t["good_answer"], contexts=ctx),
-         Side(answer=t["good_answer"], contexts=[t["c1"], t["d2"]])),
-        ("rag/context_precision", {"ground_truth_contexts": ctx}, Side(answer=t["good_answer"], contexts=[t["c1"], t["c2"], t["d2"]]),
-         Side(answer=t["good_answer"], contexts=[t["d2"], t["c1"], t["c2"]])),
-        ("rag/answer_relevancy", {}, Side(answer=t["good_answer"], contexts=ctx), Side(answer=t["off_answer"], contexts=ctx)),
-        ("rag/answer_correctness", {"ground_truth_answer": t["gt_answer"]}, Side(answer=t["correct_better"], contexts=ctx),
-         Side(answer=t["correct_worse"], contexts=ctx)),
-        ("earag/entity_coverage", {}, Side(answer=t["good_answer"], contexts=ctx), Side(answer=t["cov_worse"], contexts=ctx)),
-        ("earag/hallucination", {}, Side(answer=t["hall_better"], contexts=ctx), Side(answer=t["hall_worse"], contexts=ctx)),
+        (
+            "rag/faithfulness",
+            {},
+            Side(answer=t.get("faith_better", t["good_answer"]), contexts=ctx),
+            Side(answer=t["faith_worse"], contexts=ctx),
+        ),
+        (
+            "rag/context_relevance",
+            {},
+            Side(answer=t["good_answer"], contexts=ctx),
+            Side(answer=t["good_answer"], contexts=[t["c1"], t["d1"]]),
+        ),
+        (
+            "rag/context_recall",
+            {"ground_truth_answer": t["gt_answer"]},
+            Side(answer=t["good_answer"], contexts=ctx),
+            Side(answer=t["good_answer"], contexts=[t["c1"], t["d2"]]),
+        ),
+        (
+            "rag/context_precision",
+            {"ground_truth_contexts": ctx},
+            Side(answer=t["good_answer"], contexts=[t["c1"], t["c2"], t["d2"]]),
+            Side(answer=t["good_answer"], contexts=[t["d2"], t["c1"], t["c2"]]),
+        ),
+        (
+            "rag/answer_relevancy",
+            {},
+            Side(answer=t["good_answer"], contexts=ctx),
+            Side(answer=t["off_answer"], contexts=ctx),
+        ),
+        (
+            "rag/answer_correctness",
+            {"ground_truth_answer": t["gt_answer"]},
+            Side(answer=t["correct_better"], contexts=ctx),
+            Side(answer=t["correct_worse"], contexts=ctx),
+        ),
+        (
+            "earag/entity_coverage",
+            {},
+            Side(answer=t["good_answer"], contexts=ctx),
+            Side(answer=t["cov_worse"], contexts=ctx),
+        ),
+        (
+            "earag/hallucination",
+            {},
+            Side(answer=t["hall_better"], contexts=ctx),
+            Side(answer=t["hall_worse"], contexts=ctx),
+        ),
     ]
     altered = {"rag/faithfulness": t.get("faith_altered")}
-    return [Pair(id=f"{t['id']}:{metric}", metric=metric, better=b, worse=w, altered=altered.get(metric), **common, **extra)
-            for metric, extra, b, w in spec]
+    return [
+        Pair(
+            id=f"{t['id']}:{metric}",
+            metric=metric,
+            better=b,
+            worse=w,
+            altered=altered.get(metric),
+            **common,
+            **extra,
+        )
+        for metric, extra, b, w in spec
+    ]
 
 
-FLAG_MATCH = 80  # rapidfuzz partial_ratio at which an unsupported statement is the altered one (a split may cut it)
+FLAG_MATCH = (
+    80  # rapidfuzz partial_ratio at which an unsupported statement is the altered one (a split may cut it)
+)
 
 
 def flag_rates(pairs: Sequence[Pair]) -> dict[str, tuple[float, float, int]]:
@@ -101,7 +149,9 @@ def flag_rates(pairs: Sequence[Pair]) -> dict[str, tuple[float, float, int]]:
     for p in chosen:
         worse = json.loads(cols[f"{p.id}/worse"]["rag/unsupported"])
         better = json.loads(cols[f"{p.id}/better"]["rag/unsupported"])
-        flagged = any(fuzz.partial_ratio(norm(v["statement"]), norm(p.altered or "")) >= FLAG_MATCH for v in worse)
+        flagged = any(
+            fuzz.partial_ratio(norm(v["statement"]), norm(p.altered or "")) >= FLAG_MATCH for v in worse
+        )
         for key in ("all", p.lang):
             by[key].append((flagged, not better))
     return {k: (sum(f for f, _ in v) / len(v), sum(c for _, c in v) / len(v), len(v)) for k, v in by.items()}
@@ -116,7 +166,11 @@ def load_topics(split: str = "all", langs: Iterable[str] = ("en", "zh")) -> list
     for path in sorted(PAIRS_DIR.glob("*.json")):
         lang = path.stem.rpartition("_")[2]
         if lang in langs:
-            out += [(lang, t) for t in json.loads(path.read_text(encoding="utf-8")) if split in ("all", t["split"])]
+            out += [
+                (lang, t)
+                for t in json.loads(path.read_text(encoding="utf-8"))
+                if split in ("all", t["split"])
+            ]
     return out
 
 
@@ -127,15 +181,23 @@ def load_pairs(split: str = "all", langs: Iterable[str] = ("en", "zh")) -> list[
 def _batch(pairs: Sequence[Pair]) -> Batch:
     cases, preds = [], []
     for p in pairs:
-        ref = RagReference(ground_truth_answer=p.ground_truth_answer, ground_truth_contexts=p.ground_truth_contexts)
+        ref = RagReference(
+            ground_truth_answer=p.ground_truth_answer, ground_truth_contexts=p.ground_truth_contexts
+        )
         for side_name, side in (("better", p.better), ("worse", p.worse)):
             cid = f"{p.id}/{side_name}"
             cases.append(EvalCase(id=cid, question=p.question, reference=ref))
-            preds.append(Prediction(case_id=cid, answer=side.answer, contexts=[ContextChunk(text=c) for c in side.contexts]))
+            preds.append(
+                Prediction(
+                    case_id=cid, answer=side.answer, contexts=[ContextChunk(text=c) for c in side.contexts]
+                )
+            )
     return Batch(cases=cases, predictions=preds)
 
 
-def side_scores(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+def side_scores(
+    pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """Every per-case column of both scorers, by case id (`<pair id>/better|worse`)."""
     params = params or {}
     batch = _batch(pairs)
@@ -154,7 +216,9 @@ def pair_credit(metric: str, better: float, worse: float) -> float:
     return 1.0 if wins else 0.0
 
 
-def credits(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, float], list[str]]:
+def credits(
+    pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None
+) -> tuple[dict[str, float], list[str]]:
     """Each pair's credit by id; and a line for every pair not won."""
     cols = side_scores(pairs, params)
     out, misses = {}, []
@@ -166,7 +230,9 @@ def credits(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = No
     return out, misses
 
 
-def accuracy(pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, dict[str, float]], list[str]]:
+def accuracy(
+    pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None
+) -> tuple[dict[str, dict[str, float]], list[str]]:
     """Per metric: accuracy overall and per language; and a line for every pair not won."""
     got, misses = credits(pairs, params)
     credit: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -181,7 +247,9 @@ HELD_OUT = "heldout"  # the split written before any rule was tuned, and never s
 
 def pairs_sha256() -> str:
     """sha256 over the pair files' names and bytes, in name order."""
-    return sha256_bytes(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(PAIRS_DIR.glob("*.json"))))
+    return sha256_bytes(
+        b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(PAIRS_DIR.glob("*.json")))
+    )
 
 
 def reliabilities() -> dict[str, Reliability]:
@@ -189,7 +257,8 @@ def reliabilities() -> dict[str, Reliability]:
     pairs = load_pairs("all")
     got, _ = credits(pairs)
     by: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
+        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    )
     for p in pairs:
         scorer, metric = p.metric.split("/")
         for subset in ("all", HELD_OUT) if p.split == HELD_OUT else ("all",):
@@ -199,13 +268,21 @@ def reliabilities() -> dict[str, Reliability]:
     for scorer, metrics in sorted(by.items()):
         defaults = build_scorer(scorer).p
         out[scorer] = Reliability(
-            scorer=scorer, version=get_scorer_class(scorer).version, backend=defaults.backend, model=defaults.model,
+            scorer=scorer,
+            version=get_scorer_class(scorer).version,
+            backend=defaults.backend,
+            model=defaults.model,
             pairs_sha256=pairs_sha256(),
             method="pairwise accuracy: the share of pairs of bench/rag_pairs/ where the better side scores better (lower "
-                   "for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: the pairs written "
-                   "before any rule was tuned and never studied since; `all`: every pair (most were tuned on)",
-            metrics={m: {s: {lang: Accuracy.of(c) for lang, c in sorted(langs.items())} for s, langs in sorted(sets.items())}
-                     for m, sets in sorted(metrics.items())},
+            "for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: the pairs written "
+            "before any rule was tuned and never studied since; `all`: every pair (most were tuned on)",
+            metrics={
+                m: {
+                    s: {lang: Accuracy.of(c) for lang, c in sorted(langs.items())}
+                    for s, langs in sorted(sets.items())
+                }
+                for m, sets in sorted(metrics.items())
+            },
         )
     return out
 
@@ -215,7 +292,9 @@ def write_reliability() -> list[Path]:
     written = []
     for scorer, rel in reliabilities().items():
         path = RELIABILITY_DIR / f"{scorer}.json"
-        path.write_text(json.dumps(rel.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps(rel.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        )
         written.append(path)
     return written
 
@@ -233,17 +312,26 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", default="all", choices=[*SPLITS, "all"])
     ap.add_argument("--show-misses", action="store_true")
-    ap.add_argument("--param", action="append", default=[], help="scorer.param=JSON value, e.g. rag.support_threshold=0.8")
-    ap.add_argument("--write-reliability", action="store_true", help="write ragtrack/scorers/reliability/*.json")
+    ap.add_argument(
+        "--param", action="append", default=[], help="scorer.param=JSON value, e.g. rag.support_threshold=0.8"
+    )
+    ap.add_argument(
+        "--write-reliability", action="store_true", help="write ragtrack/scorers/reliability/*.json"
+    )
     args = ap.parse_args()
     if args.write_reliability:
         for path in write_reliability():
             rel = Reliability.model_validate_json(path.read_text(encoding="utf-8"))
-            print(f"{path.relative_to(PAIRS_DIR.parents[1])}: {rel.scorer} v{rel.version}, {rel.backend} backend")
+            print(
+                f"{path.relative_to(PAIRS_DIR.parents[1])}: {rel.scorer} v{rel.version}, {rel.backend} backend"
+            )
             for metric, sets in rel.metrics.items():
                 held = sets.get(HELD_OUT, {})
-                print(f"  {metric:<20} held out " + "  ".join(f"{k} {a.show()}" for k, a in held.items())
-                      + f" | all {sets['all']['all'].show()}")
+                print(
+                    f"  {metric:<20} held out "
+                    + "  ".join(f"{k} {a.show()}" for k, a in held.items())
+                    + f" | all {sets['all']['all'].show()}"
+                )
         return
     pairs = load_pairs(args.split)
     acc, misses = accuracy(pairs, _params(args.param))
@@ -254,11 +342,15 @@ def main() -> None:
     print(f"{'metric':<26} {'pairs':>5} {'all':>6} {'en':>6} {'zh':>6}")
     for metric in sorted(acc):
         a = acc[metric]
-        print(f"{metric:<26} {n[metric]:>5} {a['all']:>6.3f} {a.get('en', math.nan):>6.3f} {a.get('zh', math.nan):>6.3f}")
+        print(
+            f"{metric:<26} {n[metric]:>5} {a['all']:>6.3f} {a.get('en', math.nan):>6.3f} {a.get('zh', math.nan):>6.3f}"
+        )
     rates = flag_rates(pairs)
     if rates:
-        print("\nfaithfulness, pairs with a marked altered statement: altered statement flagged on the worse side / "
-              "better side left clean")
+        print(
+            "\nfaithfulness, pairs with a marked altered statement: altered statement flagged on the worse side / "
+            "better side left clean"
+        )
         for key, (flagged, clean, n) in sorted(rates.items()):
             print(f"  {key:<4} {flagged:.3f} / {clean:.3f}  ({n} pairs)")
     if args.show_misses:

@@ -40,7 +40,10 @@ def _config(paths: dict[str, Path], uri: str):
             "eval_set": {"name": "bench", "files": [str(paths["questions"]), str(paths["qaset"])]},
             "generator": {"name": "replay", "params": {"path": str(paths["predictions"])}},
             "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
-            "gates": {"dev100": ["eval_json_v2/eval_score_avg >= 95"], "G1": ["refusal_citation/precision >= 0.8"]},
+            "gates": {
+                "dev100": ["eval_json_v2/eval_score_avg >= 95"],
+                "G1": ["refusal_citation/precision >= 0.8"],
+            },
             "tracking": {"uri": uri, "experiment": "bench"},
         }
     )
@@ -62,7 +65,11 @@ def in_process(paths: dict[str, Path], tmp: Path, repeat: int) -> None:
             t0 = time.perf_counter()
             report(result)
             log_s = time.perf_counter() - t0
-        phases = {"load": result.timings["load_s"] + result.timings["generate_s"], "score": result.timings["score_s"], "log": log_s}
+        phases = {
+            "load": result.timings["load_s"] + result.timings["generate_s"],
+            "score": result.timings["score_s"],
+            "log": log_s,
+        }
         phases["total"] = sum(phases.values())
         for k, v in phases.items():
             best[k] = min(best.get(k, float("inf")), v)
@@ -94,7 +101,10 @@ def as_command(paths: dict[str, Path], tmp: Path, repeat: int) -> None:
     fresh = []
     for i in range(repeat):
         fresh.append(_wall([*ragtrack, *overrides, f"tracking.uri=sqlite:///{tmp / f'fresh{i}.db'}"], tmp))
-    warm = min(_wall([*ragtrack, *overrides, f"tracking.uri=sqlite:///{tmp / 'fresh0.db'}"], tmp) for _ in range(repeat))
+    warm = min(
+        _wall([*ragtrack, *overrides, f"tracking.uri=sqlite:///{tmp / 'fresh0.db'}"], tmp)
+        for _ in range(repeat)
+    )
     print(f"`ragtrack run` as a command (best of {repeat}, wall clock):")
     print(f"  interpreter start (python -c pass)   {bare:7.3f} s")
     print(f"  python -c 'import mlflow'            {imp:7.3f} s")

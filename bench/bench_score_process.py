@@ -140,8 +140,12 @@ def check_metrics(cmds: dict[str, list[str]]) -> None:
     """Print whether both programs print the same metrics (to printed precision)."""
     theirs, ours = metric_lines(cmds["ragtrack"]), metric_lines(cmds["oracle"])
     names = sorted(theirs.keys() | ours.keys())
-    differ = [f"{k}: ragtrack {theirs.get(k)} oracle {ours.get(k)}" for k in names if theirs.get(k) != ours.get(k)]
-    print(f"metrics agree: {'yes' if not differ else 'NO'} ({len(names) - len(differ)} of {len(names)} equal)")
+    differ = [
+        f"{k}: ragtrack {theirs.get(k)} oracle {ours.get(k)}" for k in names if theirs.get(k) != ours.get(k)
+    ]
+    print(
+        f"metrics agree: {'yes' if not differ else 'NO'} ({len(names) - len(differ)} of {len(names)} equal)"
+    )
     for line in differ:
         print("  " + line)
 
@@ -171,7 +175,9 @@ def summarise(samples: dict[str, list[tuple[float, float]]]) -> None:
         print(f"{name:10} {_span(cpu):>26} {_span(wall):>26}")
     (rc, rw), (oc, ow) = medians["ragtrack"], medians["oracle"]
     verdict = "meets" if rc / oc <= 1.05 else "misses"
-    print(f"ratio ragtrack/oracle: CPU {rc / oc:.3f}x, wall {rw / ow:.3f}x  ({verdict} the CPU target <= 1.05x)")
+    print(
+        f"ratio ragtrack/oracle: CPU {rc / oc:.3f}x, wall {rw / ow:.3f}x  ({verdict} the CPU target <= 1.05x)"
+    )
 
 
 def _span(values: list[float]) -> str:
@@ -196,9 +202,17 @@ def phases(argv: list[str], probes: list[tuple[str, str, str]], entry: str) -> d
 
 def import_profile(argv: list[str], top: int = 8) -> tuple[float, list[tuple[str, float]]]:
     """`(total import s, [(top-level package, self s), ...])` of one run under `-X importtime`."""
-    probe = [str(PYTHON), "-X", "importtime", "-c",
-             "import sys; from ragtrack.app.cli import main; sys.argv[0] = 'ragtrack'; sys.exit(main())", *argv]
-    done = subprocess.run(probe, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, check=False)
+    probe = [
+        str(PYTHON),
+        "-X",
+        "importtime",
+        "-c",
+        "import sys; from ragtrack.app.cli import main; sys.argv[0] = 'ragtrack'; sys.exit(main())",
+        *argv,
+    ]
+    done = subprocess.run(
+        probe, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, check=False
+    )
     if done.returncode not in (0, 1):
         raise RuntimeError(f"-X importtime run exited {done.returncode}: {done.stderr[-2000:]}")
     stderr = done.stderr
@@ -206,7 +220,7 @@ def import_profile(argv: list[str], top: int = 8) -> tuple[float, list[tuple[str
     for line in stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
-        self_us, _cumulative, name = line[len("import time:"):].split("|", 2)
+        self_us, _cumulative, name = line[len("import time:") :].split("|", 2)
         by_package[name.strip().split(".")[0]] += int(self_us) / 1e6
     ranked = sorted(by_package.items(), key=lambda kv: -kv[1])
     return sum(by_package.values()), ranked[:top]
@@ -225,14 +239,18 @@ def breakdown(cmds: dict[str, list[str]]) -> None:
     print(f"  {'total':<18} {a:9.3f} {b:9.3f} {a - b:+9.3f}")
     total, ranked = import_profile(cmds["ragtrack"][1:])
     shown = ", ".join(f"{name} {s * 1000:.0f}" for name, s in ranked)
-    print(f"ragtrack imports (-X importtime, wall, self time by top-level package): {total * 1000:.0f} ms; "
-          f"top ms: {shown}")
+    print(
+        f"ragtrack imports (-X importtime, wall, self time by top-level package): {total * 1000:.0f} ms; "
+        f"top ms: {shown}"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--n", type=int, default=60_000, help="synthetic cases (default: %(default)s)")
-    ap.add_argument("--rounds", type=int, default=6, help="alternated rounds, at least 5 (default: %(default)s)")
+    ap.add_argument(
+        "--rounds", type=int, default=6, help="alternated rounds, at least 5 (default: %(default)s)"
+    )
     ap.add_argument("--dir", type=Path, help="where the synthetic files go (default: a temporary directory)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the phase and import breakdown")
     args = ap.parse_args()

@@ -43,8 +43,20 @@ BUCKET = "ragtrack-bench"
 def sweep(uri: str, jobs: int, runs: int, traces: bool) -> float:
     """Run the sweep into `uri`; its wall time in seconds."""
     names = ",".join(f"b{i:03d}" for i in range(jobs * runs))
-    cmd = [sys.executable, "-m", "ragtrack.app.cli", "run", "-m", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}",
-           "adapter=lora_b", "prompt=v2", f"tracking.run_name={names}", f"tracking.experiment={EXPERIMENT}", f"tracking.uri={uri}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ragtrack.app.cli",
+        "run",
+        "-m",
+        "hydra/launcher=joblib",
+        f"hydra.launcher.n_jobs={jobs}",
+        "adapter=lora_b",
+        "prompt=v2",
+        f"tracking.run_name={names}",
+        f"tracking.experiment={EXPERIMENT}",
+        f"tracking.uri={uri}",
+    ]
     if not traces:
         cmd.append("tracking.traces_max_cases=0")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "RAGTRACK_"))}
@@ -76,7 +88,9 @@ def read_back(uri: str) -> dict[str, object]:
 
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
-    runs = client.search_runs([exp.experiment_id], filter_string="tags.`ragtrack.stage` = 'full'", max_results=10_000)
+    runs = client.search_runs(
+        [exp.experiment_id], filter_string="tags.`ragtrack.stage` = 'full'", max_results=10_000
+    )
     log_s, metrics, inputs, files, traces = [], set(), set(), set(), set()
     for r in runs:
         m = r.data.metrics
@@ -101,18 +115,24 @@ def read_back(uri: str) -> dict[str, object]:
 
 
 def _pct(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
+    )
 
 
 def report(name: str, wall: float, got: dict[str, object], expected_runs: int, objects: int | None) -> bool:
     log_s = got["log_s"]
     one = lambda s: next(iter(s)) if len(s) == 1 else f"VARIES {sorted(s)}"  # noqa: E731
-    print(f"{name:<8} {expected_runs} runs in {wall:6.1f} s = {expected_runs / wall:5.2f} runs/s;"
-          f" time to log one run p50 {_pct(log_s, 50):.2f} s, p95 {_pct(log_s, 95):.2f} s (max {log_s[-1]:.2f} s)")
-    print(f"         read back: {got['finished']}/{got['runs']} FINISHED; per run {one(got['metrics'])} metrics,"
-          f" {one(got['inputs'])} dataset inputs, {one(got['files'])} artifact files,"
-          f" (traces, assessments) {one(got['traces'])}"
-          + (f"; {objects} objects in the bucket" if objects is not None else ""))
+    print(
+        f"{name:<8} {expected_runs} runs in {wall:6.1f} s = {expected_runs / wall:5.2f} runs/s;"
+        f" time to log one run p50 {_pct(log_s, 50):.2f} s, p95 {_pct(log_s, 95):.2f} s (max {log_s[-1]:.2f} s)"
+    )
+    print(
+        f"         read back: {got['finished']}/{got['runs']} FINISHED; per run {one(got['metrics'])} metrics,"
+        f" {one(got['inputs'])} dataset inputs, {one(got['files'])} artifact files,"
+        f" (traces, assessments) {one(got['traces'])}"
+        + (f"; {objects} objects in the bucket" if objects is not None else "")
+    )
     whole = got["runs"] == got["finished"] == expected_runs and all(len(got[k]) == 1 for k in KINDS)
     if objects is not None:
         whole = whole and objects == expected_runs * next(iter(got["files"]))
@@ -128,8 +148,10 @@ def main() -> int:
     p.add_argument("--no-traces", dest="traces", action="store_false", help="tracking.traces_max_cases=0")
     args = p.parse_args()
     n = args.jobs * args.runs_per_job
-    print(f"{args.jobs} parallel sweep jobs x {args.runs_per_job} runs = {n} runs of the demo (lora_b, v2: 52 cases) per store;"
-          f" {os.cpu_count()} CPUs, mlflow server --workers {args.server_workers}, per-case traces {'on' if args.traces else 'off'}")
+    print(
+        f"{args.jobs} parallel sweep jobs x {args.runs_per_job} runs = {n} runs of the demo (lora_b, v2: 52 cases) per store;"
+        f" {os.cpu_count()} CPUs, mlflow server --workers {args.server_workers}, per-case traces {'on' if args.traces else 'off'}"
+    )
     results: dict[str, tuple[float, dict[str, object]]] = {}
     ok = True
     with tempfile.TemporaryDirectory(prefix="ragtrack-bench-server-") as tmp:
@@ -147,12 +169,20 @@ def main() -> int:
                 pg.start()
                 s3.start()
                 s3.create_bucket(BUCKET)
-                server = TrackingServer(root, pg.create_database("mlflow"), f"s3://{BUCKET}/artifacts", s3.endpoint,
-                                        workers=args.server_workers)
+                server = TrackingServer(
+                    root,
+                    pg.create_database("mlflow"),
+                    f"s3://{BUCKET}/artifacts",
+                    s3.endpoint,
+                    workers=args.server_workers,
+                )
                 server.start()
                 wall = sweep(server.url, args.jobs, args.runs_per_job, args.traces)
                 got = read_back(server.url)
-                objects = sum(len(s3.keys(BUCKET, f"artifacts/{got['experiment_id']}/{run_id}/")) for run_id in got["run_ids"])
+                objects = sum(
+                    len(s3.keys(BUCKET, f"artifacts/{got['experiment_id']}/{run_id}/"))
+                    for run_id in got["run_ids"]
+                )
                 ok &= report("server", wall, got, n, objects)
                 results[store] = (wall, got)
             finally:

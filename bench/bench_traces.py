@@ -35,19 +35,29 @@ import synth  # noqa: E402
 
 
 def _cases(n: int, subscores: int):
-    from ragtrack.run.case_traces import CaseAssessment, CaseTrace
     from ragtrack.core.types import ContextChunk
+    from ragtrack.run.case_traces import CaseAssessment, CaseTrace
 
     return [
         CaseTrace(
             case_id=f"c{i:05d}",
             question=f"退款多久到账？ question {i}",
             answer='{"target_audience": "客户", "main_topic": "退款"} ' + "x" * 400,
-            contexts=[ContextChunk(text="退款将在审核通过后7个工作日内原路退回。" * 5, source_path=f"docs/p{k}.md", id=f"p{k}#1")
-                      for k in range(3)],
+            contexts=[
+                ContextChunk(
+                    text="退款将在审核通过后7个工作日内原路退回。" * 5,
+                    source_path=f"docs/p{k}.md",
+                    id=f"p{k}#1",
+                )
+                for k in range(3)
+            ],
             latency_ms=1234.5,
-            assessments=[CaseAssessment(name=f"bench/s{j}", value=j / subscores, rationale="not JSON: line 1", source="bench@1")
-                         for j in range(subscores)],
+            assessments=[
+                CaseAssessment(
+                    name=f"bench/s{j}", value=j / subscores, rationale="not JSON: line 1", source="bench@1"
+                )
+                for j in range(subscores)
+            ],
         )
         for i in range(n)
     ]
@@ -112,12 +122,16 @@ def write_and_count(uri: str, artifacts: str | None, where: str, n: int, subscor
             times[batch].append((w1 - w0, c1 - c0, w2 - w1))
             client.set_terminated(run_id)
     load = os.getloadavg()
-    print(f"{n} cases × {subscores} assessments, {where} (median [range] of {rounds} alternated rounds; "
-          f"load average {load[0]:.1f}):")
+    print(
+        f"{n} cases × {subscores} assessments, {where} (median [range] of {rounds} alternated rounds; "
+        f"load average {load[0]:.1f}):"
+    )
     for batch, label in ((True, "log_case_traces      "), (False, "one start_trace each ")):
         wall, cpu, back = ([t[k] for t in times[batch]] for k in range(3))
-        print(f"  {label} wall {_spread(wall)} s, CPU {_spread(cpu)} s ({1000 * statistics.median(cpu) / n:.2f} ms CPU "
-              f"per case); read back {statistics.median(back):.2f} s, every trace and assessment landed")
+        print(
+            f"  {label} wall {_spread(wall)} s, CPU {_spread(cpu)} s ({1000 * statistics.median(cpu) / n:.2f} ms CPU "
+            f"per case); read back {statistics.median(back):.2f} s, every trace and assessment landed"
+        )
 
 
 def real_run(tmp: Path, n: int, rounds: int) -> None:
@@ -130,18 +144,27 @@ def real_run(tmp: Path, n: int, rounds: int) -> None:
     uri = f"sqlite:///{tmp / 'run.db'}"
 
     def config(max_cases: int) -> RunConfig:
-        return RunConfig.from_container({
-            "model": {"id": "bench/model"}, "adapter": {"name": "bench", "id": "bench/adapter@1"},
-            "index": {"name": "bench", "path": str(paths["index"])}, "prompt": {"version": "v1", "path": str(paths["prompt"])},
-            "eval_set": {"name": "bench", "files": [str(paths["questions"]), str(paths["qaset"])]},
-            "generator": {"name": "replay", "params": {"path": str(paths["predictions"])}},
-            "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
-            "tracking": {"uri": uri, "experiment": "bench", "traces_max_cases": max_cases},
-        })
+        return RunConfig.from_container(
+            {
+                "model": {"id": "bench/model"},
+                "adapter": {"name": "bench", "id": "bench/adapter@1"},
+                "index": {"name": "bench", "path": str(paths["index"])},
+                "prompt": {"version": "v1", "path": str(paths["prompt"])},
+                "eval_set": {"name": "bench", "files": [str(paths["questions"]), str(paths["qaset"])]},
+                "generator": {"name": "replay", "params": {"path": str(paths["predictions"])}},
+                "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
+                "tracking": {"uri": uri, "experiment": "bench", "traces_max_cases": max_cases},
+            }
+        )
 
     result = run(config(0))
-    columns = sum(1 for out in result.outputs for cs in out.cases for k, v in cs.values.items()
-                  if v not in (None, "") and not k.endswith("/error"))
+    columns = sum(
+        1
+        for out in result.outputs
+        for cs in out.cases
+        for k, v in cs.values.items()
+        if v not in (None, "") and not k.endswith("/error")
+    )
     times: dict[int, list[tuple[float, float]]] = {0: [], n: []}
     for i in range(rounds):
         for max_cases in (0, n) if i % 2 == 0 else (n, 0):
@@ -150,11 +173,15 @@ def real_run(tmp: Path, n: int, rounds: int) -> None:
                 w0, c0 = time.perf_counter(), time.process_time()
                 report(result)
                 times[max_cases].append((time.perf_counter() - w0, time.process_time() - c0))
-    print(f"logging a real {n}-case run ({columns / n:.1f} assessments per case; median [range] of {rounds} "
-          f"alternated rounds; load average {os.getloadavg()[0]:.1f}):")
+    print(
+        f"logging a real {n}-case run ({columns / n:.1f} assessments per case; median [range] of {rounds} "
+        f"alternated rounds; load average {os.getloadavg()[0]:.1f}):"
+    )
     for max_cases, label in ((0, "without traces"), (n, "with traces   ")):
-        print(f"  {label} wall {_spread([t[0] for t in times[max_cases]])} s, "
-              f"CPU {_spread([t[1] for t in times[max_cases]])} s")
+        print(
+            f"  {label} wall {_spread([t[0] for t in times[max_cases]])} s, "
+            f"CPU {_spread([t[1] for t in times[max_cases]])} s"
+        )
     extra = statistics.median(t[1] for t in times[n]) - statistics.median(t[1] for t in times[0])
     print(f"  extra CPU for the traces: {extra:.2f} s, {1000 * extra / n:.2f} ms per traced case")
 
@@ -164,11 +191,21 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--subscores", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--run", action="store_true", help="also time a real run's logging with and without traces")
-    ap.add_argument("--server", action="store_true", help="write to a local mlflow server (PostgreSQL + moto S3) instead of SQLite")
+    ap.add_argument(
+        "--run", action="store_true", help="also time a real run's logging with and without traces"
+    )
+    ap.add_argument(
+        "--server",
+        action="store_true",
+        help="write to a local mlflow server (PostgreSQL + moto S3) instead of SQLite",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        store, where = (server_store, "mlflow server on PostgreSQL") if args.server else (sqlite_store, "existing SQLite store")
+        store, where = (
+            (server_store, "mlflow server on PostgreSQL")
+            if args.server
+            else (sqlite_store, "existing SQLite store")
+        )
         with store(Path(d)) as (uri, artifacts):
             write_and_count(uri, artifacts, where, args.cases, args.subscores, args.rounds)
         if args.run:

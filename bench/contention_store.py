@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("locked", "conflict", "other")
 
 
-def worker(uri: str, runs: int, journal: str, plain_inputs: bool, start_at: float, proc: int) -> dict[str, object]:
+def worker(
+    uri: str, runs: int, journal: str, plain_inputs: bool, start_at: float, proc: int
+) -> dict[str, object]:
     """Log `runs` runs; the counts of failed calls by kind, and the slowest call."""
     from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
@@ -65,11 +67,18 @@ def worker(uri: str, runs: int, journal: str, plain_inputs: bool, start_at: floa
         run_id = run.info.run_id
         call(client.log_batch, run_id, params=[Param(f"p{k}", str(k)) for k in range(20)], synchronous=True)
         now = int(time.time() * 1000)
-        call(client.log_batch, run_id, metrics=[Metric(f"m{k}", float(k), now, 0) for k in range(33)],
-             tags=[RunTag("ragtrack.gates_passed", "false")], synchronous=True)
+        call(
+            client.log_batch,
+            run_id,
+            metrics=[Metric(f"m{k}", float(k), now, 0) for k in range(33)],
+            tags=[RunTag("ragtrack.gates_passed", "false")],
+            synchronous=True,
+        )
         # run i of every process logs the same new dataset version
-        ds = DatasetInput(Dataset(name="questions", digest=f"{i:036d}", source_type="local", source="{}"),
-                          [InputTag("mlflow.data.context", "eval")])
+        ds = DatasetInput(
+            Dataset(name="questions", digest=f"{i:036d}", source_type="local", source="{}"),
+            [InputTag("mlflow.data.context", "eval")],
+        )
         if plain_inputs:
             call(client.log_inputs, run_id, datasets=[ds])
         else:
@@ -94,8 +103,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--procs", type=int, default=8, help="writer processes (default 8)")
     ap.add_argument("--runs", type=int, default=60, help="runs each process logs (default 60)")
-    ap.add_argument("--journal", choices=("wal", "delete"), default="wal", help="journal mode of the store (default wal)")
-    ap.add_argument("--plain-inputs", action="store_true", help="MLflow's log_inputs instead of log_inputs_idempotent")
+    ap.add_argument(
+        "--journal", choices=("wal", "delete"), default="wal", help="journal mode of the store (default wal)"
+    )
+    ap.add_argument(
+        "--plain-inputs", action="store_true", help="MLflow's log_inputs instead of log_inputs_idempotent"
+    )
     ap.add_argument("--root", type=Path, default=ROOT, help="checkout whose ragtrack to use")
     ap.add_argument("--worker", nargs=4, metavar=("URI", "RUNS", "START_AT", "PROC"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -110,8 +123,16 @@ def main() -> int:
         start_at = time.time() + 15  # after every process has imported mlflow and opened the store
         env = {**os.environ, "PYTHONPATH": str(root)}
         flags = ["--journal", args.journal, *(["--plain-inputs"] if args.plain_inputs else [])]
-        procs = [subprocess.Popen([sys.executable, __file__, *flags, "--worker", uri, str(args.runs), str(start_at), str(i)],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for i in range(args.procs)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, __file__, *flags, "--worker", uri, str(args.runs), str(start_at), str(i)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            for i in range(args.procs)
+        ]
         results = [json.loads(p.communicate(timeout=1800)[0].strip().splitlines()[-1]) for p in procs]
         wall = time.time() - start_at
         with sqlite3.connect(tmp / "mlflow.db") as con:
@@ -120,10 +141,15 @@ def main() -> int:
             inputs = con.execute("SELECT COUNT(*) FROM inputs WHERE source_type='DATASET'").fetchone()[0]
     total = {k: sum(r["counts"][k] for r in results) for k in KINDS}
     n = args.procs * args.runs
-    print(f"journal={args.journal}{', plain log_inputs' if args.plain_inputs else ''}: {args.procs} processes x {args.runs} runs = {n} runs ({n * 6} write calls) in {wall:.1f} s; "
-          f"FINISHED {finished}/{n}; dataset rows {datasets} (expected {args.runs}), inputs {inputs}/{n}")
-    print("  failed calls: " + ", ".join(f"{k} {v}" for k, v in total.items())
-          + f"; slowest call {max(r['slowest_s'] for r in results):.2f} s")
+    print(
+        f"journal={args.journal}{', plain log_inputs' if args.plain_inputs else ''}: {args.procs} processes x {args.runs} runs = {n} runs ({n * 6} write calls) in {wall:.1f} s; "
+        f"FINISHED {finished}/{n}; dataset rows {datasets} (expected {args.runs}), inputs {inputs}/{n}"
+    )
+    print(
+        "  failed calls: "
+        + ", ".join(f"{k} {v}" for k, v in total.items())
+        + f"; slowest call {max(r['slowest_s'] for r in results):.2f} s"
+    )
     for r in results:
         for kind, text in r["examples"].items():
             print(f"  e.g. {kind}: {text}")

@@ -73,7 +73,9 @@ def trial(size: str, fill_after: float | None) -> dict:
             tmp = disk / "tmp"
             tmp.mkdir()
             cmd = [str(BIN / "ragtrack"), "run", f"tracking.uri=sqlite:///{disk / 'mlflow.db'}"]
-            first = subprocess.Popen(cmd, cwd=ROOT, env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            first = subprocess.Popen(
+                cmd, cwd=ROOT, env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
             if fill_after is not None:
                 time.sleep(fill_after)
                 _fill(disk)
@@ -83,8 +85,14 @@ def trial(size: str, fill_after: float | None) -> dict:
             second = subprocess.run(cmd, cwd=ROOT, env=_env(tmp), capture_output=True, text=True, timeout=600)
             lines = [ln for ln in out.splitlines() if ln.strip()]
             errors = [ln for ln in lines if "error" in ln.lower()]
-            return {"rc1": first.returncode, "lines": len(lines), "errors": errors, "traceback": "Traceback" in out,
-                    "rc2": second.returncode, "statuses": _statuses(disk / "mlflow.db")}
+            return {
+                "rc1": first.returncode,
+                "lines": len(lines),
+                "errors": errors,
+                "traceback": "Traceback" in out,
+                "rc2": second.returncode,
+                "statuses": _statuses(disk / "mlflow.db"),
+            }
         finally:
             subprocess.run(["umount", "-l", str(disk)], check=False)
 
@@ -102,8 +110,14 @@ def main() -> int:
     duration = time.monotonic() - t0
     assert calibration["rc1"] == 0, calibration
     rng = random.Random(args.seed)
-    plans = [("500k", None, "no room for a new store"), ("1300k", None, "room for the store, not the artifacts")]
-    plans += [("32m", rng.uniform(0.3, 1.0) * duration / 2, "disk filled during the run") for _ in range(args.trials)]
+    plans = [
+        ("500k", None, "no room for a new store"),
+        ("1300k", None, "room for the store, not the artifacts"),
+    ]
+    plans += [
+        ("32m", rng.uniform(0.3, 1.0) * duration / 2, "disk filled during the run")
+        for _ in range(args.trials)
+    ]
     bad = 0
     hit = 0
     print(f"one run takes ~{duration / 2:.1f} s here; {len(plans)} trials")
@@ -111,14 +125,22 @@ def main() -> int:
         r = trial(size, delay)
         failed = r["rc1"] != 0
         hit += failed
-        ok = (not failed or (len(r["errors"]) == 1 and not r["traceback"])) and r["rc2"] == 0 and "RUNNING" not in r["statuses"]
+        ok = (
+            (not failed or (len(r["errors"]) == 1 and not r["traceback"]))
+            and r["rc2"] == 0
+            and "RUNNING" not in r["statuses"]
+        )
         bad += not ok
         when = f" after {delay:.1f} s" if delay is not None else f" ({size})"
         line = r["errors"][0][:150] if r["errors"] else "(finished before the disk filled)"
-        print(f"{'ok ' if ok else 'BAD'} {what}{when}: exit {r['rc1']}, {len(r['errors'])} error line(s), "
-              f"traceback {'yes' if r['traceback'] else 'no'}; next run exit {r['rc2']}; runs {r['statuses']}\n    {line}")
-    print(f"{hit}/{len(plans)} trials hit the full disk; {len(plans) - bad}/{len(plans)} gave at most one error line, "
-          "no traceback, and a next run that succeeded with no run left RUNNING")
+        print(
+            f"{'ok ' if ok else 'BAD'} {what}{when}: exit {r['rc1']}, {len(r['errors'])} error line(s), "
+            f"traceback {'yes' if r['traceback'] else 'no'}; next run exit {r['rc2']}; runs {r['statuses']}\n    {line}"
+        )
+    print(
+        f"{hit}/{len(plans)} trials hit the full disk; {len(plans) - bad}/{len(plans)} gave at most one error line, "
+        "no traceback, and a next run that succeeded with no run left RUNNING"
+    )
     return 1 if bad else 0
 
 

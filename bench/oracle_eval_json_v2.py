@@ -31,8 +31,15 @@ from pathlib import Path
 from typing import Any
 
 SCORER = "eval_json_v2"
-SUBSCORES = ("target_audience", "main_topic", "sub_topic", "detailed_description_f1", "original_evidence",
-             "predicted_questions_f1", "grounding")
+SUBSCORES = (
+    "target_audience",
+    "main_topic",
+    "sub_topic",
+    "detailed_description_f1",
+    "original_evidence",
+    "predicted_questions_f1",
+    "grounding",
+)
 WEIGHTS = (0.10, 0.10, 0.10, 0.30, 0.20, 0.10, 0.10)
 STRING_KEYS = ("target_audience", "main_topic", "sub_topic", "original_evidence")
 LIST_KEYS = ("detailed_description", "predicted_questions")
@@ -69,7 +76,7 @@ def bigrams(x: str) -> set[str]:
     """Character bigrams of an already normalised string (norm is idempotent on every code point)."""
     if len(x) < 2:
         return {x} if x else set()
-    return {x[i:i + 2] for i in range(len(x) - 1)}
+    return {x[i : i + 2] for i in range(len(x) - 1)}
 
 
 def fuzzy_equal_n(x: str, y: str) -> bool:
@@ -184,7 +191,7 @@ def evidence_keywords(evidence: str) -> list[str]:
             seen[run] = None
         else:
             for i in range(len(run) - 1):
-                seen[run[i:i + 2]] = None  # re-setting a known key keeps its first position
+                seen[run[i : i + 2]] = None  # re-setting a known key keeps its first position
                 if len(seen) == KEYWORDS_CUT:
                     break
         if len(seen) >= KEYWORDS_CUT:
@@ -257,11 +264,19 @@ def score_case(expected: dict[str, Any], answer: str, contexts: Sequence[Any]) -
         return False, [0.0] * 7
     ex = expected["answer_example"]
     subs = [1.0 if fuzzy_equal_n(norm(ex[k]), norm(got[k])) else 0.0 for k in STRING_KEYS[:3]]
-    subs.append(list_f1([norm(s) for s in ex["detailed_description"]],
-                        [norm(s) for s in got["detailed_description"][:DESCRIPTIONS_CUT]]))
+    subs.append(
+        list_f1(
+            [norm(s) for s in ex["detailed_description"]],
+            [norm(s) for s in got["detailed_description"][:DESCRIPTIONS_CUT]],
+        )
+    )
     subs.append(original_evidence(evidence_keywords(ex["original_evidence"]), got["original_evidence"]))
-    subs.append(list_f1([norm(s) for s in ex["predicted_questions"]],
-                        [norm(s) for s in got["predicted_questions"][:QUESTIONS_CUT]]))
+    subs.append(
+        list_f1(
+            [norm(s) for s in ex["predicted_questions"]],
+            [norm(s) for s in got["predicted_questions"][:QUESTIONS_CUT]],
+        )
+    )
     subs.append(grounding(got["source_map"], contexts))
     return True, subs
 
@@ -316,7 +331,9 @@ def check_expected(expected: Any, where: str) -> None:
     for key in LIST_KEYS:
         value = ex.get(key)
         if type(value) is not list or not all(type(v) is str for v in value):
-            raise InputError(f"{where}: field expected.answer_example.{key}: missing or not a list of strings")
+            raise InputError(
+                f"{where}: field expected.answer_example.{key}: missing or not a list of strings"
+            )
     if type(expected.get("source_map", ())) not in (list, tuple):
         raise InputError(f"{where}: field expected.source_map: not a list")
 
@@ -424,7 +441,9 @@ def score_files(eval_set: Path, predictions: Path) -> tuple[str, int, dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--eval-set", required=True, type=Path, metavar="FILE", help="question_v2 eval set (JSON array)")
+    ap.add_argument(
+        "--eval-set", required=True, type=Path, metavar="FILE", help="question_v2 eval set (JSON array)"
+    )
     ap.add_argument("--predictions", required=True, type=Path, metavar="FILE", help="predictions JSONL")
     ap.add_argument("--scorer", action="append", choices=[SCORER], help="accepted for ragtrack compatibility")
     ap.add_argument("--json", action="store_true", help='print {"metrics": {...}} at full precision')

@@ -29,7 +29,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-COMBOS = [("base", "v1"), ("lora_a", "v1"), ("lora_b", "v2"), ("base", "v2"), ("lora_a", "v2"), ("lora_b", "v1")]
+COMBOS = [
+    ("base", "v1"),
+    ("lora_a", "v1"),
+    ("lora_b", "v2"),
+    ("base", "v2"),
+    ("lora_a", "v2"),
+    ("lora_b", "v1"),
+]
 
 
 def _free_port() -> int:
@@ -67,14 +74,26 @@ def trial(n_runs: int, delay: float, plain: bool) -> tuple[int, int, bool, list[
         uri = f"sqlite:///{db}"
         logs = [Path(d) / f"run{i}.log" for i in range(n_runs)]
         runs = [
-            subprocess.Popen([str(BIN / "ragtrack"), "run", f"adapter={a}", f"prompt={p}", f"tracking.uri={uri}"],
-                             cwd=CODE, env=_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
+            subprocess.Popen(
+                [str(BIN / "ragtrack"), "run", f"adapter={a}", f"prompt={p}", f"tracking.uri={uri}"],
+                cwd=CODE,
+                env=_env(),
+                stdout=log.open("w"),
+                stderr=subprocess.STDOUT,
+            )
             for (a, p), log in zip((COMBOS * (n_runs // len(COMBOS) + 1))[:n_runs], logs, strict=True)
         ]
         time.sleep(delay)
         port = _free_port()
-        ui = subprocess.Popen(_ui_command(uri, port, plain), shell=True, cwd=d, env=_env(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+        ui = subprocess.Popen(
+            _ui_command(uri, port, plain),
+            shell=True,
+            cwd=d,
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             codes = [p.wait(timeout=600) for p in runs]
             deadline = time.monotonic() + 120
@@ -89,7 +108,11 @@ def trial(n_runs: int, delay: float, plain: bool) -> tuple[int, int, bool, list[
         con = sqlite3.connect(db)
         try:
             tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-            finished = con.execute("SELECT count(*) FROM runs WHERE status='FINISHED'").fetchone()[0] if "runs" in tables else 0
+            finished = (
+                con.execute("SELECT count(*) FROM runs WHERE status='FINISHED'").fetchone()[0]
+                if "runs" in tables
+                else 0
+            )
         finally:
             con.close()
         errors = []
@@ -97,7 +120,13 @@ def trial(n_runs: int, delay: float, plain: bool) -> tuple[int, int, bool, list[
             if code != 0:
                 lines = [ln for ln in log.read_text(errors="replace").splitlines() if "rror" in ln]
                 errors.append((lines or ["(no error line)"])[0][:160])
-        return finished, sum(c == 0 for c in codes), up, [t for t in tables if t.startswith("_alembic_tmp")], errors
+        return (
+            finished,
+            sum(c == 0 for c in codes),
+            up,
+            [t for t in tables if t.startswith("_alembic_tmp")],
+            errors,
+        )
 
 
 def main() -> int:
@@ -105,27 +134,38 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--max-delay", type=float, default=6.0)
-    ap.add_argument("--plain", action="store_true", help="start `mlflow ui` without `ragtrack store init` first")
+    ap.add_argument(
+        "--plain", action="store_true", help="start `mlflow ui` without `ragtrack store init` first"
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose ragtrack runs (default: this one)")
+    ap.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout whose ragtrack runs (default: this one)"
+    )
     args = ap.parse_args()
     global CODE
     CODE = args.root.resolve()
     rng = random.Random(args.seed)
     total_finished = total_left = ui_up = 0
-    print(f"{'plain mlflow ui' if args.plain else 'ragtrack store init && mlflow ui'}: {args.trials} trials x "
-          f"{args.runs} runs, UI after 0-{args.max_delay:g} s")
+    print(
+        f"{'plain mlflow ui' if args.plain else 'ragtrack store init && mlflow ui'}: {args.trials} trials x "
+        f"{args.runs} runs, UI after 0-{args.max_delay:g} s"
+    )
     for i in range(args.trials):
         delay = rng.uniform(0, args.max_delay)
         finished, ok, up, left, errors = trial(args.runs, delay, args.plain)
         total_finished += finished
         total_left += bool(left)
         ui_up += up
-        print(f"trial {i + 1}: UI after {delay:.1f} s: {finished}/{args.runs} FINISHED, {ok} exit 0, "
-              f"UI {'answered' if up else 'DOWN'}"
-              + (f", left {', '.join(left)}" if left else "") + "".join(f"\n    {e}" for e in errors))
-    print(f"runs FINISHED: {total_finished}/{args.trials * args.runs}; UI answered in {ui_up}/{args.trials} trials; "
-          f"stores with an _alembic_tmp_* table: {total_left}")
+        print(
+            f"trial {i + 1}: UI after {delay:.1f} s: {finished}/{args.runs} FINISHED, {ok} exit 0, "
+            f"UI {'answered' if up else 'DOWN'}"
+            + (f", left {', '.join(left)}" if left else "")
+            + "".join(f"\n    {e}" for e in errors)
+        )
+    print(
+        f"runs FINISHED: {total_finished}/{args.trials * args.runs}; UI answered in {ui_up}/{args.trials} trials; "
+        f"stores with an _alembic_tmp_* table: {total_left}"
+    )
     return 0 if total_finished == args.trials * args.runs and ui_up == args.trials and not total_left else 1
 
 

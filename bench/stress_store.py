@@ -40,10 +40,19 @@ PROMPTS = ("v1", "v2")
 SWEEP_KEY = ("stages.dev_seed", ("0", "1", "2", "3"))  # unused by the single stage: only multiplies the jobs
 EXPERIMENT = "ragtrack-demo"
 ARTIFACTS = {
-    "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml",
-    "inputs/0/questions.json", "inputs/1/qaset.json", "reports/eval_json_v2.md", "reports/refusal_citation.md",
+    "cases.parquet",
+    "cases_table.json",
+    "report.md",
+    "manifest.json",
+    "config.yaml",
+    "inputs/0/questions.json",
+    "inputs/1/qaset.json",
+    "reports/eval_json_v2.md",
+    "reports/refusal_citation.md",
 }
-ERROR_LINE = re.compile(r"(Error|Exception|UNIQUE constraint|already exists|duplicate column|expected to match)")
+ERROR_LINE = re.compile(
+    r"(Error|Exception|UNIQUE constraint|already exists|duplicate column|expected to match)"
+)
 LOCKED = "database is locked"
 
 
@@ -133,14 +142,22 @@ def _env(root: Path) -> dict[str, str]:
 
 def _ragtrack(root: Path, args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "ragtrack.app.cli", "run", *args], cwd=root, env=_env(root),
-                                stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "ragtrack.app.cli", "run", *args],
+            cwd=root,
+            env=_env(root),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _error_lines(text: str) -> list[str]:
     """The distinctive lines of a failed process's output (the last line of each traceback and the like)."""
-    lines = [ln.strip() for ln in text.splitlines()
-             if ERROR_LINE.search(ln) and not ln.startswith((" ", "\t", "Error executing job"))]
+    lines = [
+        ln.strip()
+        for ln in text.splitlines()
+        if ERROR_LINE.search(ln) and not ln.startswith((" ", "\t", "Error executing job"))
+    ]
     return list(dict.fromkeys(ln[:300] for ln in lines))[-3:]
 
 
@@ -152,18 +169,37 @@ def read_store(db: Path) -> StoreState:
         return state
     con = sqlite3.connect(db, timeout=60)  # read-write open: a read-only one fails on a WAL file without -shm
     try:
-        state.alembic_tmp = [n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '_alembic_tmp_%'")]
+        state.alembic_tmp = [
+            n
+            for (n,) in con.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '_alembic_tmp_%'"
+            )
+        ]
         try:  # a half-migrated store may lack any of these tables
-            rows = con.execute("SELECT r.run_uuid, e.name, r.status, r.artifact_uri FROM runs r "
-                               "JOIN experiments e ON r.experiment_id = e.experiment_id").fetchall()
+            rows = con.execute(
+                "SELECT r.run_uuid, e.name, r.status, r.artifact_uri FROM runs r "
+                "JOIN experiments e ON r.experiment_id = e.experiment_id"
+            ).fetchall()
             tags = {(r, k): v for r, k, v in con.execute("SELECT run_uuid, key, value FROM tags")}
-            params = {(r, k): v for r, k, v in con.execute("SELECT run_uuid, key, value FROM params WHERE key IN ('adapter', 'prompt_version')")}
-            metrics = dict(con.execute("SELECT run_uuid, COUNT(*) FROM latest_metrics GROUP BY run_uuid").fetchall())
-            inputs = dict(con.execute(
-                "SELECT destination_id, COUNT(*) FROM inputs WHERE source_type='DATASET' AND destination_type='RUN' GROUP BY destination_id"
-            ).fetchall())
-            state.n_datasets = con.execute("SELECT COUNT(*) FROM datasets d JOIN experiments e ON d.experiment_id = e.experiment_id "
-                                           "WHERE e.name = ?", (EXPERIMENT,)).fetchone()[0]
+            params = {
+                (r, k): v
+                for r, k, v in con.execute(
+                    "SELECT run_uuid, key, value FROM params WHERE key IN ('adapter', 'prompt_version')"
+                )
+            }
+            metrics = dict(
+                con.execute("SELECT run_uuid, COUNT(*) FROM latest_metrics GROUP BY run_uuid").fetchall()
+            )
+            inputs = dict(
+                con.execute(
+                    "SELECT destination_id, COUNT(*) FROM inputs WHERE source_type='DATASET' AND destination_type='RUN' GROUP BY destination_id"
+                ).fetchall()
+            )
+            state.n_datasets = con.execute(
+                "SELECT COUNT(*) FROM datasets d JOIN experiments e ON d.experiment_id = e.experiment_id "
+                "WHERE e.name = ?",
+                (EXPERIMENT,),
+            ).fetchone()[0]
         except sqlite3.Error as e:
             state.error = str(e)
             return state
@@ -171,27 +207,50 @@ def read_store(db: Path) -> StoreState:
         con.close()
     for run_id, experiment, status, artifact_uri in rows:
         art_dir = Path(unquote(urlparse(artifact_uri).path))
-        files = {str(p.relative_to(art_dir)) for p in art_dir.rglob("*") if p.is_file()} if art_dir.is_dir() else set()
-        state.runs.append(RunRow(
-            run_id=run_id, experiment=experiment, status=status, stage=tags.get((run_id, "ragtrack.stage"), "?"),
-            parent=tags.get((run_id, "mlflow.parentRunId")), adapter=params.get((run_id, "adapter")),
-            prompt=params.get((run_id, "prompt_version")), n_metrics=metrics.get(run_id, 0),
-            n_inputs=inputs.get(run_id, 0), artifacts=files,
-        ))
+        files = (
+            {str(p.relative_to(art_dir)) for p in art_dir.rglob("*") if p.is_file()}
+            if art_dir.is_dir()
+            else set()
+        )
+        state.runs.append(
+            RunRow(
+                run_id=run_id,
+                experiment=experiment,
+                status=status,
+                stage=tags.get((run_id, "ragtrack.stage"), "?"),
+                parent=tags.get((run_id, "mlflow.parentRunId")),
+                adapter=params.get((run_id, "adapter")),
+                prompt=params.get((run_id, "prompt_version")),
+                n_metrics=metrics.get(run_id, 0),
+                n_inputs=inputs.get(run_id, 0),
+                artifacts=files,
+            )
+        )
     return state
 
 
 def _check_usable(root: Path, tmp: Path, uri: str, db: Path) -> tuple[bool, str]:
     """A further run against the store succeeds, and no half-migrated table is left."""
     log = tmp / "after.log"
-    proc = _ragtrack(root, ["adapter=base", "prompt=v1", "tracking.run_name=after", f"tracking.uri={uri}",
-                            f"hydra.run.dir={tmp / 'hydra-after'}"], log)
+    proc = _ragtrack(
+        root,
+        [
+            "adapter=base",
+            "prompt=v1",
+            "tracking.run_name=after",
+            f"tracking.uri={uri}",
+            f"hydra.run.dir={tmp / 'hydra-after'}",
+        ],
+        log,
+    )
     code = proc.wait(timeout=600)
     if code != 0:
         return False, " | ".join(_error_lines(log.read_text(errors="replace"))) or f"exit {code}"
     con = sqlite3.connect(db, timeout=60)  # read-write open: a read-only one fails on a WAL file without -shm
     try:
-        left = con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '_alembic_tmp_%'").fetchone()[0]
+        left = con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '_alembic_tmp_%'").fetchone()[
+            0
+        ]
         status = con.execute("SELECT status FROM runs WHERE name='after'").fetchone()
     except sqlite3.Error as e:
         return False, str(e)
@@ -202,8 +261,16 @@ def _check_usable(root: Path, tmp: Path, uri: str, db: Path) -> tuple[bool, str]
     return True, ""
 
 
-def _finish(name: str, root: Path, tmp: Path, uri: str, db: Path, procs: list[tuple[str, subprocess.Popen[bytes], Path]],
-            t0: float, expected: int) -> Trial:
+def _finish(
+    name: str,
+    root: Path,
+    tmp: Path,
+    uri: str,
+    db: Path,
+    procs: list[tuple[str, subprocess.Popen[bytes], Path]],
+    t0: float,
+    expected: int,
+) -> Trial:
     failures, locked = [], 0
     for label, proc, log in procs:
         code = proc.wait(timeout=1800)
@@ -237,7 +304,12 @@ def concurrent_trial(root: Path, tmp: Path, n: int, name: str, existing_store: b
     procs = []
     for i, job in enumerate(jobs):
         log = tmp / f"proc{i}.log"
-        args = [f"adapter={job.adapter}", f"prompt={job.prompt}", f"tracking.uri={uri}", f"hydra.run.dir={tmp / f'hydra{i}'}"]
+        args = [
+            f"adapter={job.adapter}",
+            f"prompt={job.prompt}",
+            f"tracking.uri={uri}",
+            f"hydra.run.dir={tmp / f'hydra{i}'}",
+        ]
         procs.append((f"{job.adapter}-{job.prompt}", _ragtrack(root, args, log), log))
     return _finish(name, root, tmp, uri, tmp / "mlflow.db", procs, t0, n)
 
@@ -246,12 +318,28 @@ def sweep_trial(root: Path, tmp: Path, n_jobs: int) -> Trial:
     """One `-m hydra/launcher=joblib` sweep of 3 adapters x 2 prompts x 4 values of a harmless key."""
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     key, values = SWEEP_KEY
-    args = ["-m", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={n_jobs}", f"adapter={','.join(ADAPTERS)}",
-            f"prompt={','.join(PROMPTS)}", f"{key}={','.join(values)}", f"tracking.uri={uri}", f"hydra.sweep.dir={tmp / 'hydra'}"]
+    args = [
+        "-m",
+        "hydra/launcher=joblib",
+        f"hydra.launcher.n_jobs={n_jobs}",
+        f"adapter={','.join(ADAPTERS)}",
+        f"prompt={','.join(PROMPTS)}",
+        f"{key}={','.join(values)}",
+        f"tracking.uri={uri}",
+        f"hydra.sweep.dir={tmp / 'hydra'}",
+    ]
     t0 = time.perf_counter()
     log = tmp / "sweep.log"
-    return _finish(f"sweep n_jobs={n_jobs}", root, tmp, uri, tmp / "mlflow.db", [("sweep", _ragtrack(root, args, log), log)],
-                   t0, len(ADAPTERS) * len(PROMPTS) * len(values))
+    return _finish(
+        f"sweep n_jobs={n_jobs}",
+        root,
+        tmp,
+        uri,
+        tmp / "mlflow.db",
+        [("sweep", _ragtrack(root, args, log), log)],
+        t0,
+        len(ADAPTERS) * len(PROMPTS) * len(values),
+    )
 
 
 def sweep_parent_problems(state: StoreState) -> list[str]:
@@ -290,9 +378,11 @@ def expected_metric_count(root: Path) -> int:
 def _report(trial: Trial, n_metrics: int, extra: list[str]) -> bool:
     lost = trial.lost(n_metrics) + extra
     finished = sum(r.status == "FINISHED" for r in trial.state.runs if r.stage == "full")
-    print(f"{trial.name}: {finished}/{trial.expected} FINISHED, {trial.wall_s:.1f} s, "
-          f"store usable: {'yes' if trial.usable else 'no'}, '{LOCKED}' lines: {trial.locked_lines}"
-          + (f", store unreadable: {trial.state.error}" if trial.state.error else ""))
+    print(
+        f"{trial.name}: {finished}/{trial.expected} FINISHED, {trial.wall_s:.1f} s, "
+        f"store usable: {'yes' if trial.usable else 'no'}, '{LOCKED}' lines: {trial.locked_lines}"
+        + (f", store unreadable: {trial.state.error}" if trial.state.error else "")
+    )
     for f in trial.failures:
         print(f"    failed {f}")
     for line in lost:
@@ -304,17 +394,28 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=5, help="trials of simultaneous processes (default 5)")
     ap.add_argument("--procs", type=int, default=6, help="processes per trial (default 6)")
-    ap.add_argument("--sweeps", type=int, default=0, help="24-job joblib sweeps to run, each on a fresh store (default 0)")
-    ap.add_argument("--existing-store", action="store_true", help="create each trial's store before its processes start")
+    ap.add_argument(
+        "--sweeps", type=int, default=0, help="24-job joblib sweeps to run, each on a fresh store (default 0)"
+    )
+    ap.add_argument(
+        "--existing-store", action="store_true", help="create each trial's store before its processes start"
+    )
     ap.add_argument("--n-jobs", type=int, default=8, help="joblib workers of the sweep (default 8)")
-    ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent, help="checkout whose ragtrack to run")
+    ap.add_argument(
+        "--root",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent,
+        help="checkout whose ragtrack to run",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the trial directories (printed)")
     args = ap.parse_args()
     root = args.root.resolve()
     n_metrics = expected_metric_count(root)
-    print(f"root {root}; {args.trials} trials of {args.procs} processes on a "
-          f"{'fresh experiment of an existing' if args.existing_store else 'fresh'} store; {args.sweeps} joblib sweeps "
-          f"(n_jobs={args.n_jobs}); per run expected: {n_metrics} metrics, 2 dataset inputs, {len(ARTIFACTS) + 1} artifacts")
+    print(
+        f"root {root}; {args.trials} trials of {args.procs} processes on a "
+        f"{'fresh experiment of an existing' if args.existing_store else 'fresh'} store; {args.sweeps} joblib sweeps "
+        f"(n_jobs={args.n_jobs}); per run expected: {n_metrics} metrics, 2 dataset inputs, {len(ARTIFACTS) + 1} artifacts"
+    )
     base = Path(tempfile.mkdtemp(prefix="ragtrack-stress-"))
     ok = trials = 0
     landed = expected = 0
@@ -327,7 +428,9 @@ def main() -> int:
         landed += sum(r.status == "FINISHED" for r in trial.state.runs if r.stage == "full")
         expected += trial.expected
     if args.trials:
-        print(f"TOTAL: {landed}/{expected} runs FINISHED; {ok}/{trials} trials with nothing lost and the store usable")
+        print(
+            f"TOTAL: {landed}/{expected} runs FINISHED; {ok}/{trials} trials with nothing lost and the store usable"
+        )
     for t in range(args.sweeps):
         tmp = base / f"sweep{t}"
         tmp.mkdir()

@@ -39,15 +39,28 @@ def make(n: int, seed: int = 0) -> tuple[list[dict], list[dict], list[dict]]:
             "predicted_questions": [_text(rng, 14) for _ in range(rng.randint(2, 4))],
         }
         question = f"Q{i}: {_text(rng, 12)}"
-        questions.append({"id": qid, "question": question, "expected": {"answer_example": ex, "source_map": []}})
+        questions.append(
+            {"id": qid, "question": question, "expected": {"answer_example": ex, "source_map": []}}
+        )
         answerable = rng.random() < 0.85
-        qaset.append({"qid": qid, "q": question, "answerable": answerable, "gold_ids": [f"{path}#1"] if answerable else [],
-                      "gold_claim": _en(rng, 6)})
+        qaset.append(
+            {
+                "qid": qid,
+                "q": question,
+                "answerable": answerable,
+                "gold_ids": [f"{path}#1"] if answerable else [],
+                "gold_claim": _en(rng, 6),
+            }
+        )
         got = dict(ex)
         roll = rng.random()
         if roll < 0.3:  # paraphrase and pad
-            got["detailed_description"] = [d[::-1] for d in ex["detailed_description"]] + [_text(rng, 20) for _ in range(8)]
-        got["source_map"] = [{"refs": [{"file": path, "anchors": [chunk[5:25]]}, {"file": "other.md", "anchors": ["x"]}]}]
+            got["detailed_description"] = [d[::-1] for d in ex["detailed_description"]] + [
+                _text(rng, 20) for _ in range(8)
+            ]
+        got["source_map"] = [
+            {"refs": [{"file": path, "anchors": [chunk[5:25]]}, {"file": "other.md", "anchors": ["x"]}]}
+        ]
         answer = json.dumps(got, ensure_ascii=False)
         if roll > 0.9:
             answer = "Sure, here it is: " + answer
@@ -55,8 +68,14 @@ def make(n: int, seed: int = 0) -> tuple[list[dict], list[dict], list[dict]]:
             answer = "```json\n" + answer + "\n```"
         if not answerable and rng.random() < 0.7:
             answer = "not in context"
-        preds.append({"id": qid, "answer": answer, "contexts": [{"id": f"{path}#1", "source_path": path, "text": chunk}],
-                      "citations": [f"{path}#{rng.randint(1, 2)}"]})
+        preds.append(
+            {
+                "id": qid,
+                "answer": answer,
+                "contexts": [{"id": f"{path}#1", "source_path": path, "text": chunk}],
+                "citations": [f"{path}#{rng.randint(1, 2)}"],
+            }
+        )
     return questions, qaset, preds
 
 
@@ -73,7 +92,11 @@ def write(directory: Path, n: int, seed: int = 0) -> dict[str, Path]:
     }
     paths["questions"].write_text(json.dumps(questions, ensure_ascii=False), encoding="utf-8")
     paths["qaset"].write_text(json.dumps(qaset, ensure_ascii=False), encoding="utf-8")
-    paths["predictions"].write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in preds), encoding="utf-8")
+    paths["predictions"].write_text(
+        "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in preds), encoding="utf-8"
+    )
     paths["prompt"].write_text("Answer as JSON.\n{{question}}\n{{context}}\n", encoding="utf-8")
-    paths["index"].write_text("".join(json.dumps(p["contexts"][0], ensure_ascii=False) + "\n" for p in preds), encoding="utf-8")
+    paths["index"].write_text(
+        "".join(json.dumps(p["contexts"][0], ensure_ascii=False) + "\n" for p in preds), encoding="utf-8"
+    )
     return paths

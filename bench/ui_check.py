@@ -85,8 +85,15 @@ class Processes:
         self.live: list[subprocess.Popen[bytes]] = []
 
     def start(self, cmd: Sequence[str], *, cwd: Path, out: IO[bytes] | int) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(list(cmd), cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            list(cmd),
+            cwd=cwd,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.live.append(proc)
         return proc
 
@@ -152,8 +159,14 @@ def _answers(url: str) -> bool:
 def _new_paths() -> set[str] | None:
     """Untracked and ignored entries of the work tree (None: no git); read without taking git's index lock."""
     try:
-        r = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain", "--ignored"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=60, check=False)
+        r = subprocess.run(
+            ["git", "--no-optional-locks", "status", "--porcelain", "--ignored"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if r.returncode:
@@ -162,7 +175,9 @@ def _new_paths() -> set[str] | None:
 
 
 def _tail(path: Path, n: int = 3) -> str:
-    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()] if path.exists() else []
+    lines = (
+        [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()] if path.exists() else []
+    )
     return " | ".join(lines[-n:])[-400:] or "(no output)"
 
 
@@ -187,7 +202,9 @@ class StoreFacts:
     models: dict[str, Model] = field(default_factory=dict)  # by model id
     prompt_versions: dict[int, str] = field(default_factory=dict)  # version -> ragtrack.prompt_version tag
     datasets: list[str] = field(default_factory=list)
-    children: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # run name -> (run id, headline)
+    children: dict[str, tuple[str, float | None]] = field(
+        default_factory=dict
+    )  # run name -> (run id, headline)
 
 
 def read_store(uri: str, report: Report) -> StoreFacts | None:
@@ -213,25 +230,34 @@ def read_store(uri: str, report: Report) -> StoreFacts | None:
     names = [m.name for m in facts.models.values()]
     missing = [f"{a}/{p}" for a, p in COMBOS if not any(f"+ {a} · prompt {p} ·" in n for n in names)]
     unscored = [m.name for m in facts.models.values() if m.score is None]
-    report.add(f"store: {len(COMBOS)} LoggedModels named '… + <adapter> · prompt <v> · …', each with {HEADLINE}",
-               f"{len(names)} models, none for {missing}, without the metric: {unscored}"
-               if len(names) != len(COMBOS) or missing or unscored else None)
+    report.add(
+        f"store: {len(COMBOS)} LoggedModels named '… + <adapter> · prompt <v> · …', each with {HEADLINE}",
+        f"{len(names)} models, none for {missing}, without the metric: {unscored}"
+        if len(names) != len(COMBOS) or missing or unscored
+        else None,
+    )
 
     versions = client.search_prompt_versions(PROMPT)
     facts.prompt_versions = {int(v.version): v.tags.get("ragtrack.prompt_version", "") for v in versions}
-    report.add(f"store: prompt {PROMPT} has versions 1 and 2 (prompt v1, v2)",
-               None if facts.prompt_versions == {1: "v1", 2: "v2"} else f"versions {facts.prompt_versions}")
+    report.add(
+        f"store: prompt {PROMPT} has versions 1 and 2 (prompt v1, v2)",
+        None if facts.prompt_versions == {1: "v1", 2: "v2"} else f"versions {facts.prompt_versions}",
+    )
 
     facts.datasets = [d.name for d in search_datasets(experiment_ids=[exp.experiment_id], max_results=100)]
-    report.add(f"store: evaluation datasets of the experiment: {', '.join(facts.datasets) or '-'}",
-               None if facts.datasets else "none")
+    report.add(
+        f"store: evaluation datasets of the experiment: {', '.join(facts.datasets) or '-'}",
+        None if facts.datasets else "none",
+    )
 
     for run in client.search_runs([exp.experiment_id], max_results=1000):
         if "mlflow.parentRunId" in run.data.tags:
             facts.children[run.info.run_name] = (run.info.run_id, run.data.metrics.get(HEADLINE))
     want = [f"{a}-{p}" for a, p in COMBOS]
-    report.add(f"store: child runs {', '.join(want)}",
-               None if sorted(facts.children) == want else f"found {sorted(facts.children)}")
+    report.add(
+        f"store: child runs {', '.join(want)}",
+        None if sorted(facts.children) == want else f"found {sorted(facts.children)}",
+    )
     return facts
 
 
@@ -242,13 +268,24 @@ class Browser:
     def __init__(self, chromium: str, work: Path, procs: Processes) -> None:
         self.chromium, self.work, self.procs, self.n = chromium, work, procs, 0
 
-    def _run(self, url: str, window: tuple[int, int], budget: int, mode: list[str]) -> tuple[int | None, Path]:
+    def _run(
+        self, url: str, window: tuple[int, int], budget: int, mode: list[str]
+    ) -> tuple[int | None, Path]:
         self.n += 1
         profile = self.work / "chrome" / str(self.n)  # a fresh profile each time: no state between pages
         out = self.work / "chrome" / f"{self.n}.out"
         profile.mkdir(parents=True)
-        cmd = [self.chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-               f"--window-size={window[0]},{window[1]}", f"--virtual-time-budget={budget}", *mode, url]
+        cmd = [
+            self.chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={profile}",
+            f"--window-size={window[0]},{window[1]}",
+            f"--virtual-time-budget={budget}",
+            *mode,
+            url,
+        ]
         code = self.procs.run(cmd, cwd=self.work, log=out, timeout=60 + budget / 1000 * 3)
         shutil.rmtree(profile, ignore_errors=True)
         return code, out
@@ -329,58 +366,94 @@ def agent_versions(facts: StoreFacts) -> Callable[[str], list[Check]]:
         named, runs, scores = [], [], []
         for mid, m in facts.models.items():
             cells = rows.get(mid, {})
-            if not cells.get("name", "").endswith(m.name):  # after the hidden text of the row's colour, '#9e102c'
+            if not cells.get("name", "").endswith(
+                m.name
+            ):  # after the hidden text of the row's colour, '#9e102c'
                 named.append(m.name)
             if cells.get("source_run_id") != run_names.get(m.run_id, m.run_id):
                 runs.append(f"{m.name}: {cells.get('source_run_id')!r}")
-            cell = next((t for c, t in cells.items() if c.startswith("metrics.") and f'"{HEADLINE}"' in html.unescape(c)),
-                        None)
+            cell = next(
+                (
+                    t
+                    for c, t in cells.items()
+                    if c.startswith("metrics.") and f'"{HEADLINE}"' in html.unescape(c)
+                ),
+                None,
+            )
             if m.score is None or cell != js_number(m.score):
                 scores.append(f"{m.name}: {cell!r} (store: {m.score})")
         return [
-            (f"agent versions: {len(facts.models)} rows, one per LoggedModel",
-             None if set(rows) == set(facts.models) else f"{len(rows)} rows"),
+            (
+                f"agent versions: {len(facts.models)} rows, one per LoggedModel",
+                None if set(rows) == set(facts.models) else f"{len(rows)} rows",
+            ),
             _want("agent versions: model names (… + lora_b · prompt v2 · …)", named),
             ("agent versions: source run column names each model's run", "; ".join(runs) or None),
             (f"agent versions: {HEADLINE} column, each model's value", "; ".join(scores) or None),
         ]
+
     return check
 
 
 def evaluation_runs(facts: StoreFacts) -> Callable[[str], list[Check]]:
     def check(dom: str) -> list[Check]:
         text = page_text(dom)
-        values = [f"{n} {s}" for n, (_, s) in facts.children.items() if s is None or not _has(text, js_number(s))]
-        return [
-            _want(f"evaluation runs: the {len(facts.children)} child runs",
-                  [n for n in facts.children if not _has(text, n)]),
-            (f"evaluation runs: {HEADLINE} column, each run's value",
-             None if _has(text, HEADLINE) and not values else f"column {_has(text, HEADLINE)}, missing {values}"),
+        values = [
+            f"{n} {s}" for n, (_, s) in facts.children.items() if s is None or not _has(text, js_number(s))
         ]
+        return [
+            _want(
+                f"evaluation runs: the {len(facts.children)} child runs",
+                [n for n in facts.children if not _has(text, n)],
+            ),
+            (
+                f"evaluation runs: {HEADLINE} column, each run's value",
+                None
+                if _has(text, HEADLINE) and not values
+                else f"column {_has(text, HEADLINE)}, missing {values}",
+            ),
+        ]
+
     return check
 
 
 def prompts(dom: str) -> list[Check]:
     text = page_text(dom)
-    return [(f"prompts: {PROMPT} listed, latest version 2",
-             None if re.search(rf"{re.escape(PROMPT)} Version 2\b", text) else "not in the list")]
+    return [
+        (
+            f"prompts: {PROMPT} listed, latest version 2",
+            None if re.search(rf"{re.escape(PROMPT)} Version 2\b", text) else "not in the list",
+        )
+    ]
 
 
 def prompt_page(facts: StoreFacts) -> Callable[[str], list[Check]]:
     def check(dom: str) -> list[Check]:
         text = page_text(dom)
-        missing = [f"Version {v}" for v in sorted(facts.prompt_versions) if not re.search(rf"Version {v}\b", text)]
-        return [_want(f"prompt page: {PROMPT} with versions {sorted(facts.prompt_versions)}", missing),
-                ("prompt page: commit message of the latest version (prompt v2)",
-                 None if "prompt v2" in text else "not shown")]
+        missing = [
+            f"Version {v}" for v in sorted(facts.prompt_versions) if not re.search(rf"Version {v}\b", text)
+        ]
+        return [
+            _want(f"prompt page: {PROMPT} with versions {sorted(facts.prompt_versions)}", missing),
+            (
+                "prompt page: commit message of the latest version (prompt v2)",
+                None if "prompt v2" in text else "not shown",
+            ),
+        ]
+
     return check
 
 
 def datasets(facts: StoreFacts) -> Callable[[str], list[Check]]:
     def check(dom: str) -> list[Check]:
         text = page_text(dom)
-        return [_want(f"datasets: {len(facts.datasets)} evaluation dataset(s) listed",
-                      [d for d in facts.datasets if d not in text])]
+        return [
+            _want(
+                f"datasets: {len(facts.datasets)} evaluation dataset(s) listed",
+                [d for d in facts.datasets if d not in text],
+            )
+        ]
+
     return check
 
 
@@ -388,9 +461,16 @@ def compare_runs(run_names: Sequence[str]) -> Callable[[str], list[Check]]:
     def check(dom: str) -> list[Check]:
         text = page_text(dom)
         m = re.search(r"Comparing (\d+) Runs", text)
-        return [(f"compare runs: 'Comparing {len(run_names)} Runs'",
-                 None if m and int(m[1]) == len(run_names) else f"heading {m[0] if m else None!r}"),
-                _want(f"compare runs: run names {', '.join(run_names)}", [n for n in run_names if not _has(text, n)])]
+        return [
+            (
+                f"compare runs: 'Comparing {len(run_names)} Runs'",
+                None if m and int(m[1]) == len(run_names) else f"heading {m[0] if m else None!r}",
+            ),
+            _want(
+                f"compare runs: run names {', '.join(run_names)}", [n for n in run_names if not _has(text, n)]
+            ),
+        ]
+
     return check
 
 
@@ -405,7 +485,9 @@ def check_page(browser: Browser, page: Page, report: Report, shots: Path | None)
         report.add(what, why if why is None else f"{why} (after {len(BUDGETS_MS)} tries, {page.url})")
     if shots and page.shot:
         path = shots / page.shot
-        why = browser.screenshot(page.url, path, page.shot_window, budget) or _check_png(path, page.shot_window)
+        why = browser.screenshot(page.url, path, page.shot_window, budget) or _check_png(
+            path, page.shot_window
+        )
         size = f"{path.stat().st_size // 1024} KB" if path.exists() else "-"
         report.add(f"screenshot {path} ({page.shot_window[0]}x{page.shot_window[1]}, {size})", why)
 
@@ -421,7 +503,11 @@ def _check_png(path: Path, window: tuple[int, int]) -> str | None:
         size = im.size
     if size != window:
         return f"{size[0]}x{size[1]} pixels"
-    return None if path.stat().st_size <= PNG_LIMIT else f"{path.stat().st_size // 1024} KB > {PNG_LIMIT // 1024} KB"
+    return (
+        None
+        if path.stat().st_size <= PNG_LIMIT
+        else f"{path.stat().st_size // 1024} KB > {PNG_LIMIT // 1024} KB"
+    )
 
 
 # --- main ------------------------------------------------------------------------------------------------------
@@ -431,30 +517,55 @@ def sweep(work: Path, uri: str, procs: Processes, report: Report) -> tuple[bool,
     """Runs the demo sweep: (it succeeded, the compare-runs link of its console)."""
     before = _new_paths()
     log = work / "sweep.log"
-    cmd = [str(BIN / "ragtrack"), "run", "-m", "adapter=base,lora_a,lora_b", "prompt=v1,v2", f"tracking.uri={uri}",
-           f"hydra.run.dir={work}/hydra/run", f"hydra.sweep.dir={work}/hydra/multirun"]
+    cmd = [
+        str(BIN / "ragtrack"),
+        "run",
+        "-m",
+        "adapter=base,lora_a,lora_b",
+        "prompt=v1,v2",
+        f"tracking.uri={uri}",
+        f"hydra.run.dir={work}/hydra/run",
+        f"hydra.sweep.dir={work}/hydra/multirun",
+    ]
     code = procs.run(cmd, cwd=ROOT, log=log, timeout=600)
-    if not report.add("demo sweep: ragtrack run -m adapter=base,lora_a,lora_b prompt=v1,v2",
-                      None if code == 0 else f"exit {code}: {_tail(log)}"):
+    if not report.add(
+        "demo sweep: ragtrack run -m adapter=base,lora_a,lora_b prompt=v1,v2",
+        None if code == 0 else f"exit {code}: {_tail(log)}",
+    ):
         return False, None
     after = _new_paths()
-    new = sorted(p for p in (after or set()) - (before or set()) if not (ROOT / p).resolve().is_relative_to(work))
-    report.add("demo sweep: nothing new in the work tree (git status)",
-               "git status failed" if before is None or after is None else (", ".join(new) or None))
+    new = sorted(
+        p for p in (after or set()) - (before or set()) if not (ROOT / p).resolve().is_relative_to(work)
+    )
+    report.add(
+        "demo sweep: nothing new in the work tree (git status)",
+        "git status failed" if before is None or after is None else (", ".join(new) or None),
+    )
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     link = re.search(r"http://127\.0\.0\.1:\d+/#/compare-runs\?\S+", lines[-1] if lines else "")
-    report.add("demo sweep: its last line is a compare-runs link", None if link else f"last line {lines[-1:]}")
+    report.add(
+        "demo sweep: its last line is a compare-runs link", None if link else f"last line {lines[-1:]}"
+    )
     return True, link[0] if link else None
 
 
 def start_ui(work: Path, uri: str, port: int, procs: Processes, report: Report) -> bool:
-    code = procs.run([str(BIN / "ragtrack"), "store", "init", "--tracking-uri", uri], cwd=work,
-                     log=work / "store_init.log", timeout=300)
-    if not report.add("ragtrack store init", None if code == 0 else f"exit {code}: {_tail(work / 'store_init.log')}"):
+    code = procs.run(
+        [str(BIN / "ragtrack"), "store", "init", "--tracking-uri", uri],
+        cwd=work,
+        log=work / "store_init.log",
+        timeout=300,
+    )
+    if not report.add(
+        "ragtrack store init", None if code == 0 else f"exit {code}: {_tail(work / 'store_init.log')}"
+    ):
         return False
     log = (work / "mlflow_ui.log").open("wb")
-    ui = procs.start([str(BIN / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
-                      str(port)], cwd=work, out=log)  # cwd: anything it writes stays in the work dir
+    ui = procs.start(
+        [str(BIN / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port)],
+        cwd=work,
+        out=log,
+    )  # cwd: anything it writes stays in the work dir
     log.close()
     deadline = time.monotonic() + 120
     while not (up := _answers(f"http://127.0.0.1:{port}/health")) and ui.poll() is None:
@@ -462,12 +573,16 @@ def start_ui(work: Path, uri: str, port: int, procs: Processes, report: Report) 
             break
         time.sleep(0.5)
     why = None if up else f"exit {ui.poll()}" if ui.poll() is not None else "no answer in 120 s"
-    return report.add(f"mlflow ui answers on http://127.0.0.1:{port}", why and f"{why}: {_tail(work / 'mlflow_ui.log')}")
+    return report.add(
+        f"mlflow ui answers on http://127.0.0.1:{port}", why and f"{why}: {_tail(work / 'mlflow_ui.log')}"
+    )
 
 
 def run(args: argparse.Namespace, work: Path, procs: Processes, report: Report) -> None:
     chromium = shutil.which("chromium")
-    if not report.add("chromium installed", None if chromium else "no `chromium` on PATH (apt-get install chromium)"):
+    if not report.add(
+        "chromium installed", None if chromium else "no `chromium` on PATH (apt-get install chromium)"
+    ):
         return
     assert chromium is not None
     db = work / "mlflow.db"
@@ -485,20 +600,30 @@ def run(args: argparse.Namespace, work: Path, procs: Processes, report: Report) 
     base = f"http://127.0.0.1:{port}"
     exp = f"{base}/#/experiments/{facts.experiment_id}"
     pages = [
-        Page("Agent versions", f"{exp}/models", agent_versions(facts), "agent_versions.png",
-             dom_window=WIDE_WINDOW, shot_window=(2800, 1000)),
+        Page(
+            "Agent versions",
+            f"{exp}/models",
+            agent_versions(facts),
+            "agent_versions.png",
+            dom_window=WIDE_WINDOW,
+            shot_window=(2800, 1000),
+        ),
         Page("Evaluation runs", f"{exp}/evaluation-runs", evaluation_runs(facts), "evaluation_runs.png"),
         Page("Prompts", f"{exp}/prompts", prompts),
         Page("Prompt", f"{exp}/prompts/{PROMPT}", prompt_page(facts), "prompts.png"),
         Page("Datasets", f"{exp}/datasets", datasets(facts), "datasets.png"),
     ]
     if link:
-        compare = base + link[link.index("/#/"):]  # the console names MLflow's default port
+        compare = base + link[link.index("/#/") :]  # the console names MLflow's default port
         ids = json.loads(parse_qs(urlsplit(compare).fragment.split("?", 1)[1])["runs"][0])
         by_id = {rid: name for name, (rid, _) in facts.children.items()}
-        report.add(f"compare-runs link: the {len(facts.children)} child runs",
-                   None if sorted(ids) == sorted(by_id) else f"run ids {ids}")
-        pages.append(Page("Compare runs", compare, compare_runs([by_id.get(i, i) for i in ids]), "compare_runs.png"))
+        report.add(
+            f"compare-runs link: the {len(facts.children)} child runs",
+            None if sorted(ids) == sorted(by_id) else f"run ids {ids}",
+        )
+        pages.append(
+            Page("Compare runs", compare, compare_runs([by_id.get(i, i) for i in ids]), "compare_runs.png")
+        )
     browser = Browser(chromium, work, procs)
     shots = args.screenshots.resolve() if args.screenshots else None
     for page in pages:

@@ -43,7 +43,6 @@ ANSWER_EXAMPLES = {
 }
 
 
-
 @pytest.fixture(autouse=True, scope="session")
 def _cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Every on-disk cache (embeddings, indexes, generations) of the suite, and of the processes it starts, lives under pytest's tmp dirs."""
@@ -52,7 +51,9 @@ def _cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 def _perfect_answer(qid: str) -> str:
     ex = ANSWER_EXAMPLES[qid]
-    ans = dict(ex["answer_example"], source_map=[{"refs": [{"file": ex["file"], "anchors": [ex["chunk"][:12]]}]}])
+    ans = dict(
+        ex["answer_example"], source_map=[{"refs": [{"file": ex["file"], "anchors": [ex["chunk"][:12]]}]}]
+    )
     return json.dumps(ans, ensure_ascii=False)
 
 
@@ -70,28 +71,51 @@ def demo_files(tmp_path: Path) -> dict[str, Path]:
 def write_demo_files(tmp_path: Path) -> dict[str, Path]:
     """The files of `demo_files`, written into `tmp_path` (for fixtures of a wider scope)."""
     questions = [
-        {"id": qid, "question": ex["question"], "expected": {"answer_example": ex["answer_example"], "source_map": []}}
+        {
+            "id": qid,
+            "question": ex["question"],
+            "expected": {"answer_example": ex["answer_example"], "source_map": []},
+        }
         for qid, ex in ANSWER_EXAMPLES.items()
     ]
     qaset = [
         {"qid": "a1", "q": ANSWER_EXAMPLES["a1"]["question"], "answerable": True, "gold_ids": ["refund#1"]},
-        {"qid": "a2", "q": ANSWER_EXAMPLES["a2"]["question"], "answerable": True, "gold_ids": ["sla#1"],
-         "gold_claim": "99.9% monthly uptime"},
+        {
+            "qid": "a2",
+            "q": ANSWER_EXAMPLES["a2"]["question"],
+            "answerable": True,
+            "gold_ids": ["sla#1"],
+            "gold_claim": "99.9% monthly uptime",
+        },
         {"qid": "u1", "q": "Who founded Lumen Cloud?", "answerable": False, "gold_ids": []},
     ]
-    ctx = {qid: [{"id": f"{Path(ex['file']).stem}#1", "source_path": ex["file"], "text": ex["chunk"]}]
-           for qid, ex in ANSWER_EXAMPLES.items()}
+    ctx = {
+        qid: [{"id": f"{Path(ex['file']).stem}#1", "source_path": ex["file"], "text": ex["chunk"]}]
+        for qid, ex in ANSWER_EXAMPLES.items()
+    }
     good = [
         {"id": "a1", "answer": _perfect_answer("a1"), "contexts": ctx["a1"], "citations": ["refund#1"]},
-        {"id": "a2", "answer": "```json\n" + _perfect_answer("a2") + "\n```", "contexts": ctx["a2"], "citations": ["sla#1"]},
+        {
+            "id": "a2",
+            "answer": "```json\n" + _perfect_answer("a2") + "\n```",
+            "contexts": ctx["a2"],
+            "citations": ["sla#1"],
+        },
         {"id": "u1", "answer": "not in context", "contexts": [], "citations": []},
     ]
     bad = [
-        {"id": "a1", "answer": "Sure! " + _perfect_answer("a1"), "contexts": ctx["a1"], "citations": ["sla#1"]},
+        {
+            "id": "a1",
+            "answer": "Sure! " + _perfect_answer("a1"),
+            "contexts": ctx["a1"],
+            "citations": ["sla#1"],
+        },
         {"id": "u1", "answer": "Lumen Cloud was founded by Ada.", "contexts": []},
         {"id": "zz", "answer": "orphan"},
     ]
-    (tmp_path / "questions.json").write_text(json.dumps(questions, ensure_ascii=False, indent=1), encoding="utf-8")
+    (tmp_path / "questions.json").write_text(
+        json.dumps(questions, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
     (tmp_path / "qaset.json").write_text(json.dumps(qaset, ensure_ascii=False, indent=1), encoding="utf-8")
     write_jsonl(tmp_path / "good.jsonl", good)
     write_jsonl(tmp_path / "bad.jsonl", bad)

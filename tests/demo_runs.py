@@ -11,7 +11,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "experiments" / "demo"
 
 
-def demo_config(store: Path, adapter: str = "lora_b", prompt: str = "v2", *, predictions: Path | None = None, **sections: Any) -> RunConfig:
+def demo_config(
+    store: Path,
+    adapter: str = "lora_b",
+    prompt: str = "v2",
+    *,
+    predictions: Path | None = None,
+    **sections: Any,
+) -> RunConfig:
     """The demo's `adapter` × `prompt` job (or `predictions` replayed instead), tracked into `<store>/mlflow.db`."""
     data: dict[str, Any] = {
         "model": {"id": "Qwen/Qwen2.5-7B-Instruct"},
@@ -19,10 +26,15 @@ def demo_config(store: Path, adapter: str = "lora_b", prompt: str = "v2", *, pre
         "index": {"name": "demo", "path": str(DEMO / "corpus" / "chunks.jsonl")},
         "prompt": {"version": prompt, "path": str(DEMO / "prompts" / f"{prompt}.md")},
         "eval_set": {"name": "demo", "files": [str(DEMO / "questions.json"), str(DEMO / "qaset.json")]},
-        "generator": {"name": "replay", "params": {"path": str(predictions or DEMO / "predictions" / f"{adapter}__{prompt}.jsonl")}},
+        "generator": {
+            "name": "replay",
+            "params": {"path": str(predictions or DEMO / "predictions" / f"{adapter}__{prompt}.jsonl")},
+        },
         "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
-        "gates": {"dev100": ["eval_json_v2/eval_score_avg >= 95", "eval_json_v2/schema_pass_rate >= 0.98"],
-                  "G3_over_refusal": ["refusal_citation/over_refusal <= 0.25"]},
+        "gates": {
+            "dev100": ["eval_json_v2/eval_score_avg >= 95", "eval_json_v2/schema_pass_rate >= 0.98"],
+            "G3_over_refusal": ["refusal_citation/over_refusal <= 0.25"],
+        },
         "tracking": {"uri": f"sqlite:///{store / 'mlflow.db'}", "experiment": "demo"},
     }
     data.update(sections)
@@ -38,7 +50,9 @@ def log_demo_run(cfg: RunConfig) -> str:
 
     client = MlflowClient(cfg.tracking.uri)
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
-    return client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=1)[0].info.run_id
+    return client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=1)[
+        0
+    ].info.run_id
 
 
 def planted_predictions(src: Path, dst: Path, n: int) -> Path:
@@ -77,8 +91,13 @@ class DemoStore:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.uri = f"sqlite:///{tmp / 'mlflow.db'}"
-        self.planted_path = planted_predictions(DEMO / "predictions" / "lora_b__v2.jsonl", tmp / "planted.jsonl", PLANTED)
-        self.ids = {name: self.new_run("demo", predictions=p) for name, p in (("a", None), ("same", None), ("planted", self.planted_path))}
+        self.planted_path = planted_predictions(
+            DEMO / "predictions" / "lora_b__v2.jsonl", tmp / "planted.jsonl", PLANTED
+        )
+        self.ids = {
+            name: self.new_run("demo", predictions=p)
+            for name, p in (("a", None), ("same", None), ("planted", self.planted_path))
+        }
 
     def new_run(self, experiment: str = "scratch", **kwargs: Any) -> str:
         """A new run of lora_b/v2 (`demo_config` keywords change it) in `experiment`; its id."""

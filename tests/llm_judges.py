@@ -1,7 +1,7 @@
 """Scripted judges for the `llm` backends of `rag` and `earag`: replies chosen by each prompt's data blocks.
 
-    LLMServer(script=rag_judge(statements={answer: [...]}, support={...}, relevance={...}))
-    LLMServer(script=lenient_judge())   # a well-formed reply to every judge prompt, echo to anything else
+LLMServer(script=rag_judge(statements={answer: [...]}, support={...}, relevance={...}))
+LLMServer(script=lenient_judge())   # a well-formed reply to every judge prompt, echo to anything else
 """
 
 from __future__ import annotations
@@ -39,14 +39,27 @@ def sources_of(prompt: str) -> tuple[str, ...]:
     return tuple(s.split("\n", 1)[1] for s in block(prompt, "sources").split("\n\n"))
 
 
-def rag_judge(statements: dict[str, list[str]], support: dict[tuple[tuple[str, ...], tuple[str, ...]], list[bool]],
-              relevance: dict[str, float], *, reason: str = "the sources say otherwise") -> Script:
+def rag_judge(
+    statements: dict[str, list[str]],
+    support: dict[tuple[tuple[str, ...], tuple[str, ...]], list[bool]],
+    relevance: dict[str, float],
+    *,
+    reason: str = "the sources say otherwise",
+) -> Script:
     """Decompositions by text, verdicts by (statements, sources), relevance by text; a KeyError is a test bug."""
 
     def verdicts(prompt: str) -> Reply:
         flags = support[(statements_of(prompt), sources_of(prompt))]
-        return reply(json.dumps({"verdicts": [{"index": i, "supported": ok, "reason": "" if ok else reason}
-                                              for i, ok in enumerate(flags, 1)]}))
+        return reply(
+            json.dumps(
+                {
+                    "verdicts": [
+                        {"index": i, "supported": ok, "reason": "" if ok else reason}
+                        for i, ok in enumerate(flags, 1)
+                    ]
+                }
+            )
+        )
 
     return route(
         (STATEMENTS, lambda p: reply(json.dumps({"statements": statements[block(p, "text")]}))),
@@ -70,7 +83,12 @@ def earag_judge(entities: dict[str, Any], scores: dict[str, Any]) -> Script:
 def lenient_judge() -> Script:
     """Every statement supported, every text relevant, no entities, llm_score 1; anything else is echoed."""
     return route(
-        (STATEMENTS, lambda p: reply(json.dumps({"statements": [s for s in re.split(r"(?<=[.。])\s*", block(p, "text")) if s]}))),
+        (
+            STATEMENTS,
+            lambda p: reply(
+                json.dumps({"statements": [s for s in re.split(r"(?<=[.。])\s*", block(p, "text")) if s]})
+            ),
+        ),
         (SUPPORT, lambda p: reply(json.dumps({"verdicts": [{"supported": True} for _ in statements_of(p)]}))),
         (RELEVANCE, reply('{"relevance": 1}')),
         (ENTITIES, reply("[]")),

@@ -39,14 +39,19 @@ class Reply:
     hang: bool = False
 
 
-def completion(text: str, *, model: str = "test-model", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[str, Any]:
+def completion(
+    text: str, *, model: str = "test-model", prompt_tokens: int = 10, completion_tokens: int = 5
+) -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -72,8 +77,9 @@ def echo(n: int, body: dict[str, Any]) -> Reply:
     return reply("ECHO " + body["messages"][-1]["content"])
 
 
-def route(*rules: tuple[str, Reply | Callable[[str], Reply]], default: Callable[[int, dict[str, Any]], Reply] = echo
-          ) -> Callable[[int, dict[str, Any]], Reply]:
+def route(
+    *rules: tuple[str, Reply | Callable[[str], Reply]], default: Callable[[int, dict[str, Any]], Reply] = echo
+) -> Callable[[int, dict[str, Any]], Reply]:
     """A script that answers by the last message's content: the first rule whose marker occurs in it
     answers (its `Reply`, or its function of the content); else `default`."""
 
@@ -108,7 +114,9 @@ class LLMServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -135,8 +143,12 @@ class LLMServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive: a client's connection pool is exercised as in production
-            disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
+            protocol_version = (
+                "HTTP/1.1"  # keep-alive: a client's connection pool is exercised as in production
+            )
+            disable_nagle_algorithm = (
+                True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
+            )
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
@@ -195,8 +207,14 @@ class LLMServer:
 def server_process(*args: str) -> Iterator[str]:
     """`python -m tests.llm_server ARGS` in its own process (its own GIL: benchmarks), until the block ends; yields its base URL."""
     root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, "-m", "tests.llm_server", *args], cwd=root, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.llm_server", *args],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     try:
         yield proc.stdout.readline().strip()

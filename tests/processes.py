@@ -37,12 +37,24 @@ def die_with_parent() -> None:
 
 def start(args: list[str], *, cwd: Path = ROOT, **extra_env: str) -> subprocess.Popen[str]:
     """`ragtrack <args>` in its own process group, output captured; it ends when the test process does."""
-    return subprocess.Popen([*RAGTRACK, *args], cwd=cwd, env=env(**extra_env), text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent)
+    return subprocess.Popen(
+        [*RAGTRACK, *args],
+        cwd=cwd,
+        env=env(**extra_env),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=die_with_parent,
+    )
 
 
-def run(args: list[str], *, cwd: Path = ROOT, timeout: float = 300, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*RAGTRACK, *args], cwd=cwd, env=env(**extra_env), text=True, capture_output=True, timeout=timeout)
+def run(
+    args: list[str], *, cwd: Path = ROOT, timeout: float = 300, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*RAGTRACK, *args], cwd=cwd, env=env(**extra_env), text=True, capture_output=True, timeout=timeout
+    )
 
 
 def runs(uri: str) -> list:

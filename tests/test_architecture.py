@@ -8,8 +8,18 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ragtrack"
-LAYERS = [("core",), ("nlp", "clients"), ("inputs",), ("index",), ("generators",), ("scorers",), ("analysis",),
-          ("run",), ("tracking",), ("app", "mlflow")]
+LAYERS = [
+    ("core",),
+    ("nlp", "clients"),
+    ("inputs",),
+    ("index",),
+    ("generators",),
+    ("scorers",),
+    ("analysis",),
+    ("run",),
+    ("tracking",),
+    ("app", "mlflow"),
+]
 LAYER = {pkg: i for i, pkgs in enumerate(LAYERS) for pkg in pkgs}
 
 
@@ -42,14 +52,18 @@ def test_no_module_is_left_at_the_top() -> None:
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py"]
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE.parent))
+)
 def test_a_module_imports_only_its_own_package_and_lower_layers(path: Path) -> None:
     mine = path.relative_to(PACKAGE).parts[0]
     if mine not in LAYER:
         return  # ragtrack/__init__.py
-    wrong = [f"line {line}: {module} (layer {LAYER[theirs] + 1}, {mine} is layer {LAYER[mine] + 1})"
-             for line, module in _imports(path)
-             if (theirs := _package(module)) is not None and theirs != mine and LAYER[theirs] >= LAYER[mine]]
+    wrong = [
+        f"line {line}: {module} (layer {LAYER[theirs] + 1}, {mine} is layer {LAYER[mine] + 1})"
+        for line, module in _imports(path)
+        if (theirs := _package(module)) is not None and theirs != mine and LAYER[theirs] >= LAYER[mine]
+    ]
     assert not wrong, f"{path.relative_to(PACKAGE.parent)} imports upward or sideways: " + "; ".join(wrong)
 
 

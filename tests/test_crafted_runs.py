@@ -16,7 +16,9 @@ from ragtrack.inputs.config import load_run_config
 from tests.demo_runs import DEMO, artifact_dir
 from tests.llm_server import LLMServer, reply
 
-VERDICT = json.dumps({"analysis": "ok", "accuracy": 8, "completeness": 6, "clarity": 10, "reason": "r", "suggestion": "s"})
+VERDICT = json.dumps(
+    {"analysis": "ok", "accuracy": 8, "completeness": 6, "clarity": 10, "reason": "r", "suggestion": "s"}
+)
 
 
 @pytest.fixture
@@ -37,7 +39,12 @@ def listener():
 def _set_param(store, run_id: str, key: str, value: str) -> None:
     con = sqlite3.connect(store.tmp / "mlflow.db")
     with con:
-        assert con.execute("UPDATE params SET value = ? WHERE run_uuid = ? AND key = ?", (value, run_id, key)).rowcount == 1
+        assert (
+            con.execute(
+                "UPDATE params SET value = ? WHERE run_uuid = ? AND key = ?", (value, run_id, key)
+            ).rowcount
+            == 1
+        )
     con.close()
 
 
@@ -53,10 +60,19 @@ def crafted_config_run(store, scorers: dict) -> str:
 
 
 def evil_scorers(url: str, outside: Path) -> dict:
-    judge = {"base_url": url, "model": "m", "api_key_env": "RAGTRACK_TEST_CANARY", "cache_dir": str(outside / "cache")}
+    judge = {
+        "base_url": url,
+        "model": "m",
+        "api_key_env": "RAGTRACK_TEST_CANARY",
+        "cache_dir": str(outside / "cache"),
+    }
     return {
         "rubric_judge": {**judge, "prompt_path": str(outside / "secret.md")},
-        "rag": {"backend": "llm", "llm": {**judge, "api_key_env": "AWS_SECRET_ACCESS_KEY"}, "model": str(outside)},
+        "rag": {
+            "backend": "llm",
+            "llm": {**judge, "api_key_env": "AWS_SECRET_ACCESS_KEY"},
+            "model": str(outside),
+        },
     }
 
 
@@ -88,7 +104,9 @@ def _nothing_reached(listener, canary, out, err, store, outside):
     assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
 
 
-def test_audit_of_a_crafted_run_calls_nothing_and_names_what_it_refused(demo_store, capsys, canary, listener, outside):
+def test_audit_of_a_crafted_run_calls_nothing_and_names_what_it_refused(
+    demo_store, capsys, canary, listener, outside
+):
     run_id = crafted_config_run(demo_store, evil_scorers(listener.url, outside))
     code, out, err = _run(capsys, "audit", run_id, "--tracking-uri", demo_store.uri)
     _nothing_reached(listener, canary, out, err, demo_store, outside)
@@ -114,21 +132,39 @@ def test_rescore_of_a_crafted_run_is_refused_and_logs_nothing(demo_store, capsys
 def test_score_with_a_crafted_config_is_refused(demo_store, capsys, canary, listener, outside):
     run_id = crafted_config_run(demo_store, evil_scorers(listener.url, outside))
     config = artifact_dir(demo_store.uri, run_id) / "config.yaml"
-    code, out, err = _run(capsys, "score", "--eval-set", str(DEMO / "qaset.json"), "--predictions",
-                          str(DEMO / "predictions" / "lora_b__v2.jsonl"), "--config", str(config))
+    code, out, err = _run(
+        capsys,
+        "score",
+        "--eval-set",
+        str(DEMO / "qaset.json"),
+        "--predictions",
+        str(DEMO / "predictions" / "lora_b__v2.jsonl"),
+        "--config",
+        str(config),
+    )
     _nothing_reached(listener, canary, out, err, demo_store, outside)
     assert code == 2 and "scorers.rag.llm.base_url = " in err
 
 
-def test_rescore_calls_the_server_the_caller_names_and_sends_no_key_the_run_names(demo_store, capsys, canary, listener,
-                                                                                  outside, monkeypatch):
+def test_rescore_calls_the_server_the_caller_names_and_sends_no_key_the_run_names(
+    demo_store, capsys, canary, listener, outside, monkeypatch
+):
     judge = evil_scorers(listener.url, outside)["rubric_judge"]
     del judge["prompt_path"]
     run_id = crafted_config_run(demo_store, {"rubric_judge": judge})
     monkeypatch.setenv("MY_JUDGE_KEY", "my-own-key")
     with LLMServer(script=[reply(VERDICT)]) as mine:
-        code, out, err = _run(capsys, "rescore", run_id, "--llm-base-url", mine.url, "--llm-api-key-env", "MY_JUDGE_KEY",
-                              "--tracking-uri", demo_store.uri)
+        code, out, err = _run(
+            capsys,
+            "rescore",
+            run_id,
+            "--llm-base-url",
+            mine.url,
+            "--llm-api-key-env",
+            "MY_JUDGE_KEY",
+            "--tracking-uri",
+            demo_store.uri,
+        )
         keys = {v for r in mine.requests for k, v in r["headers"].items() if k.lower() == "authorization"}
     assert code == 0, err
     _nothing_reached(listener, canary, out, err, demo_store, outside)
@@ -154,16 +190,29 @@ def _failed(out: str) -> dict[str, str]:
     return dict(line[2:].split(": ", 1) for line in out.splitlines() if line.startswith("✗ "))
 
 
-@pytest.mark.parametrize(("field", "value", "named"), [
-    ("eval0", str(DEMO / "questions.json"), "eval_files[0].artifact_path"),
-    ("prompt_artifact_path", "../../../../../../../../etc/hostname", "prompt_artifact_path"),
-    ("predictions_artifact_path", str(DEMO / "predictions" / "lora_b__v2.jsonl"), "predictions_artifact_path"),
-])
-def test_a_manifest_path_outside_the_run_fails_the_audit_naming_its_field(demo_store, capsys, field, value, named):
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("eval0", str(DEMO / "questions.json"), "eval_files[0].artifact_path"),
+        ("prompt_artifact_path", "../../../../../../../../etc/hostname", "prompt_artifact_path"),
+        (
+            "predictions_artifact_path",
+            str(DEMO / "predictions" / "lora_b__v2.jsonl"),
+            "predictions_artifact_path",
+        ),
+    ],
+)
+def test_a_manifest_path_outside_the_run_fails_the_audit_naming_its_field(
+    demo_store, capsys, field, value, named
+):
     run_id = demo_store.new_run("crafted")
     _edit_manifest(demo_store, run_id, **{field: value})
     code, out, _ = _run(capsys, "audit", run_id, "--tracking-uri", demo_store.uri)
-    refused = [k for k, v in _failed(out).items() if f"{named}: {value!r} lies outside the run's artifacts: refused" in v]
+    refused = [
+        k
+        for k, v in _failed(out).items()
+        if f"{named}: {value!r} lies outside the run's artifacts: refused" in v
+    ]
     assert code == 1 and refused, out
 
 
@@ -183,7 +232,10 @@ def test_a_clean_copy_beside_a_tampered_archive_fails_the_audit(demo_store, caps
     code, out, _ = _run(capsys, "audit", run_id, "--tracking-uri", demo_store.uri)
     failed = _failed(out)
     assert code == 1 and "archive" in failed, out
-    assert "eval_files[0].artifact_path is 'inputs/0/clean.json', where the run archives it at 'inputs/0/questions.json'" in failed["archive"]
+    assert (
+        "eval_files[0].artifact_path is 'inputs/0/clean.json', where the run archives it at 'inputs/0/questions.json'"
+        in failed["archive"]
+    )
     assert "inputs/0/questions.json is archived but named by no manifest field" in failed["archive"]
 
 

@@ -11,7 +11,9 @@ from ragtrack.inputs.eval_sets import load_eval_set
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = yaml.safe_load((ROOT / "conf" / "eval_set" / "rag_demo.yaml").read_text(encoding="utf-8"))["files"]
-CORPUS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "experiments" / "demo" / "corpus").rglob("*.md"))]
+CORPUS = [
+    p.read_text(encoding="utf-8") for p in sorted((ROOT / "experiments" / "demo" / "corpus").rglob("*.md"))
+]
 CASES = load_eval_set([ROOT / f for f in FILES])[0].cases
 
 
@@ -31,4 +33,7 @@ def test_some_cases_have_no_ground_truth():
 
 def test_chinese_policy_cases_name_articles_titles_and_amounts():
     entities = [e for c in CASES for e in c.reference.graph_entities or []]
-    assert all(any(re.fullmatch(p, e) for e in entities) for p in [r"第.+条", r"《.+》", r".*万元", r"流明云合规委员会"])
+    assert all(
+        any(re.fullmatch(p, e) for e in entities)
+        for p in [r"第.+条", r"《.+》", r".*万元", r"流明云合规委员会"]
+    )

@@ -12,9 +12,23 @@ DEMO = ROOT / "experiments" / "demo"
 
 
 def _score(hash_seed: str) -> bytes:
-    args = [sys.executable, "-m", "ragtrack.app.cli", "score", "--eval-set", str(DEMO / "questions.json"),
-            "--eval-set", str(DEMO / "qaset.json"), "--predictions", str(DEMO / "predictions" / "lora_a__v1.jsonl"),
-            "--scorer", "eval_json_v2", "--scorer", "refusal_citation", "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "ragtrack.app.cli",
+        "score",
+        "--eval-set",
+        str(DEMO / "questions.json"),
+        "--eval-set",
+        str(DEMO / "qaset.json"),
+        "--predictions",
+        str(DEMO / "predictions" / "lora_a__v1.jsonl"),
+        "--scorer",
+        "eval_json_v2",
+        "--scorer",
+        "refusal_citation",
+        "--json",
+    ]
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     return subprocess.run(args, env=env, capture_output=True, check=True, timeout=120).stdout
 

@@ -33,8 +33,14 @@ def _runs(uri: str, experiment: str | None = None):
 
 def test_demo_default_run_scores_all_52_cases(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = subprocess.run([BIN / "ragtrack", "run", f"tracking.uri={uri}"], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [BIN / "ragtrack", "run", f"tracking.uri={uri}"],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     (run,) = _runs(uri, "ragtrack-demo")
     assert (run.data.params["n_cases"], run.data.metrics["predictions/n_missing"]) == ("52", 1.0)
@@ -53,22 +59,55 @@ def _mlflow_run(tmp_path, overrides: str):
     its default artifact root in the current directory)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     proc = subprocess.run(
-        [BIN / "mlflow", "run", str(ROOT), "--env-manager", "local", "--experiment-name", "ragtrack-demo",
-         "-P", f"overrides={overrides}"],
-        cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri), capture_output=True, text=True, timeout=300,
+        [
+            BIN / "mlflow",
+            "run",
+            str(ROOT),
+            "--env-manager",
+            "local",
+            "--experiment-name",
+            "ragtrack-demo",
+            "-P",
+            f"overrides={overrides}",
+        ],
+        cwd=tmp_path,
+        env=_env(MLFLOW_TRACKING_URI=uri),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     return proc, _runs(uri)
 
 
-@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "ragtrack").exists(), reason="no .venv in the checkout (make builds it)")
+@pytest.mark.skipif(
+    not (ROOT / ".venv" / "bin" / "ragtrack").exists(), reason="no .venv in the checkout (make builds it)"
+)
 def test_mlflow_project_runs_with_the_venv_not_activated(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
-           "MLFLOW_TRACKING_URI": uri, "RAGTRACK_CACHE_DIR": os.environ.get("RAGTRACK_CACHE_DIR", str(tmp_path))}
-    proc = subprocess.run([ROOT / ".venv" / "bin" / "mlflow", "run", str(ROOT), "--env-manager", "local", "-P",
-                           "overrides=adapter=lora_b prompt=v2"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = {
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "PATH": "/usr/bin:/bin",
+        "HF_HUB_OFFLINE": "1",
+        "MLFLOW_TRACKING_URI": uri,
+        "RAGTRACK_CACHE_DIR": os.environ.get("RAGTRACK_CACHE_DIR", str(tmp_path)),
+    }
+    proc = subprocess.run(
+        [
+            ROOT / ".venv" / "bin" / "mlflow",
+            "run",
+            str(ROOT),
+            "--env-manager",
+            "local",
+            "-P",
+            "overrides=adapter=lora_b prompt=v2",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and "command not found" not in proc.stderr, proc.stderr[-2000:]
 
 
@@ -81,18 +120,29 @@ def test_mlflow_project_run_nests_under_the_project_run(tmp_path):
 def test_mlflow_project_run_console_names_the_true_experiment(tmp_path):
     proc, runs = _mlflow_run(tmp_path, "adapter=lora_b prompt=v2")
     assert "(experiment 'ragtrack-demo')" in proc.stderr and {r.info.experiment_id for r in runs} == {
-        MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_experiment_by_name("ragtrack-demo").experiment_id
+        MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+        .get_experiment_by_name("ragtrack-demo")
+        .experiment_id
     }
 
 
 def test_mlflow_project_sweep_keeps_every_run_in_one_experiment(tmp_path):
     _, runs = _mlflow_run(tmp_path, "-m adapter=base,lora_a")
-    assert len(runs) == 4 and len({r.info.experiment_id for r in runs}) == 1  # project run, sweep parent, 2 jobs
+    assert (
+        len(runs) == 4 and len({r.info.experiment_id for r in runs}) == 1
+    )  # project run, sweep parent, 2 jobs
 
 
 def test_experiment_opens_on_the_runs_table(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    subprocess.run([BIN / "ragtrack", "run", f"tracking.uri={uri}"], cwd=ROOT, env=_env(), check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [BIN / "ragtrack", "run", f"tracking.uri={uri}"],
+        cwd=ROOT,
+        env=_env(),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     exp = MlflowClient(uri).get_experiment_by_name("ragtrack-demo")
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
 
@@ -107,10 +157,23 @@ def _free_port() -> int:
 def mlflow_server(tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
-        [BIN / "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-         "--artifacts-destination", str(tmp_path / "server-artifacts"), "--workers", "1"],
-        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            BIN / "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path / 'server.db'}",
+            "--artifacts-destination",
+            str(tmp_path / "server-artifacts"),
+            "--workers",
+            "1",
+        ],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -131,9 +194,18 @@ def mlflow_server(tmp_path):
 
 def test_run_logs_to_a_real_mlflow_server(mlflow_server, tmp_path):
     args = [BIN / "ragtrack", "run", "adapter=lora_a"]
-    proc = subprocess.run(args, cwd=ROOT, env=_env(MLFLOW_TRACKING_URI=mlflow_server), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        args,
+        cwd=ROOT,
+        env=_env(MLFLOW_TRACKING_URI=mlflow_server),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     (run,) = _runs(mlflow_server, "ragtrack-demo")
     artifacts = {f.path for f in MlflowClient(mlflow_server).list_artifacts(run.info.run_id)}
     assert run.data.params["adapter"] == "lora_a" and {"report.md", "cases.parquet"} <= artifacts
-    assert count_run_traces(mlflow_server, run.info.experiment_id, run.info.run_id).traces == 52  # per-case traces over REST
+    assert (
+        count_run_traces(mlflow_server, run.info.experiment_id, run.info.run_id).traces == 52
+    )  # per-case traces over REST

@@ -18,9 +18,15 @@ CANARY = "sk-canary-Rk29Fq7Lm3Xw"
 def _args(demo_files, url: str, *extra: str) -> list[str]:
     work = demo_files["questions"].parent
     return [
-        "run", "generator=openai", f"generator.params.base_url={url}", "generator.params.backoff_s=0.01",
-        f"eval_set.files=[{demo_files['questions']},{demo_files['qaset']}]", f"prompt.path={demo_files['prompt']}",
-        f"index.path={demo_files['chunks']}", f"tracking.uri=sqlite:///{work / 'mlflow.db'}", *extra,
+        "run",
+        "generator=openai",
+        f"generator.params.base_url={url}",
+        "generator.params.backoff_s=0.01",
+        f"eval_set.files=[{demo_files['questions']},{demo_files['qaset']}]",
+        f"prompt.path={demo_files['prompt']}",
+        f"index.path={demo_files['chunks']}",
+        f"tracking.uri=sqlite:///{work / 'mlflow.db'}",
+        *extra,
     ]
 
 
@@ -34,12 +40,19 @@ def test_kill_9_mid_run_then_rerun_asks_only_the_missing_cases(demo_files):
     cache = work / "cache" / "generations" / "generations.jsonl"
     with LLMServer(script=_answer_then_hang_once) as srv:  # one server: the endpoint is part of the cache key
         proc = start(_args(demo_files, srv.url, "generator.params.concurrency=1"), cwd=work, **env)
-        wait_for(lambda: srv.count == 2 and cache.read_text().count("\n") == 1, timeout=120, what="one cached answer")
+        wait_for(
+            lambda: srv.count == 2 and cache.read_text().count("\n") == 1,
+            timeout=120,
+            what="one cached answer",
+        )
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         done = run(_args(demo_files, srv.url), cwd=work, **env)
     assert done.returncode == 0, done.stderr
-    statuses = sorted((r.info.status, r.data.metrics.get("generator/cache_hits")) for r in runs(f"sqlite:///{work / 'mlflow.db'}"))
+    statuses = sorted(
+        (r.info.status, r.data.metrics.get("generator/cache_hits"))
+        for r in runs(f"sqlite:///{work / 'mlflow.db'}")
+    )
     assert (srv.count - 2, statuses) == (2, [("FINISHED", 1.0), ("KILLED", None)])  # the killed run is reaped
 
 
@@ -81,10 +94,18 @@ def test_canary_key_reaches_no_console_line_and_no_tag(canary_work):
     failed = [r for r in runs(f"sqlite:///{work / 'mlflow.db'}") if r.info.status == "FAILED"]
     error = client.get_run(failed[0].info.run_id).data.tags["ragtrack.error"]
     console = "".join(p.stdout + p.stderr for p in outputs)
-    assert (CANARY in console, CANARY in error, "HTTP 401: authentication failed ($OPENAI_API_KEY is set but rejected)" in error) == (False, False, True)
+    assert (
+        CANARY in console,
+        CANARY in error,
+        "HTTP 401: authentication failed ($OPENAI_API_KEY is set but rejected)" in error,
+    ) == (False, False, True)
 
 
 def test_rejected_key_is_one_console_line_naming_endpoint_and_model(canary_work):
     _, outputs, _ = canary_work
     errors = [line for line in outputs[1].stderr.splitlines() if "error:" in line]
-    assert (len(errors), "Traceback" in outputs[1].stderr, "/chat/completions (model 'Qwen/Qwen2.5-7B-Instruct'): HTTP 401" in errors[0]) == (1, False, True)
+    assert (
+        len(errors),
+        "Traceback" in outputs[1].stderr,
+        "/chat/completions (model 'Qwen/Qwen2.5-7B-Instruct'): HTTP 401" in errors[0],
+    ) == (1, False, True)

@@ -131,7 +131,9 @@ def test_null_ids_are_written_as_original_index(tmp_path: Path) -> None:
 
 def test_jsonl_subset_is_jsonl(tmp_path: Path) -> None:
     path = tmp_path / "rag.jsonl"
-    path.write_text("".join(json.dumps({"id": i, "question": f"Q{i}"}) + "\n" for i in range(10)), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": i, "question": f"Q{i}"}) + "\n" for i in range(10)), encoding="utf-8"
+    )
     data, info = make_subset(path, 3, seed=1)
     lines = data.decode("utf-8").splitlines()
     assert [str(json.loads(line)["id"]) for line in lines] == info.ids
@@ -148,7 +150,9 @@ def cli_subset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = d / "question_v2_dev8.json"
     proc = subprocess.run(
         [RAGTRACK, "subset", "--src", str(src), "--n", "8", "--seed", "42", "--out", str(out)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     manifest_path = d / "question_v2_dev8.manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None

@@ -40,8 +40,12 @@ class Calibration(BaseModel):
     spearman: float
 
     def metrics(self) -> dict[str, float]:
-        return {"calibration/n": float(self.n), "calibration/mae": self.mae,
-                "calibration/within_1": self.within_1, "calibration/spearman": self.spearman}
+        return {
+            "calibration/n": float(self.n),
+            "calibration/mae": self.mae,
+            "calibration/within_1": self.within_1,
+            "calibration/spearman": self.spearman,
+        }
 
 
 def read_golden(path: str | Path) -> tuple[dict[str, float], dict[str, int]]:
@@ -60,7 +64,9 @@ def read_golden(path: str | Path) -> tuple[dict[str, float], dict[str, int]]:
     columns = [h.strip() for h in header]
     for name in REQUIRED:
         if name not in columns:
-            raise InputError(str(path), f"no column {name!r}; the header has: {', '.join(columns)}", where="line 1")
+            raise InputError(
+                str(path), f"no column {name!r}; the header has: {', '.join(columns)}", where="line 1"
+            )
     i_id, i_score = columns.index("id"), columns.index("human_score")
     scores: dict[str, float] = {}
     lines: dict[str, int] = {}
@@ -74,11 +80,18 @@ def read_golden(path: str | Path) -> tuple[dict[str, float], dict[str, int]]:
         if not case_id:
             raise InputError(str(path), "empty", where=where, field="id")
         if case_id in scores:
-            raise InputError(str(path), f"duplicate id {case_id!r} (first on line {lines[case_id]})", where=where, field="id")
+            raise InputError(
+                str(path),
+                f"duplicate id {case_id!r} (first on line {lines[case_id]})",
+                where=where,
+                field="id",
+            )
         try:
             score = float(raw)
         except ValueError:
-            raise InputError(str(path), f"expected a number, got {raw!r}", where=where, field="human_score") from None
+            raise InputError(
+                str(path), f"expected a number, got {raw!r}", where=where, field="human_score"
+            ) from None
         if not 1 <= score <= 10:
             raise InputError(str(path), f"{raw} is outside 1..10", where=where, field="human_score")
         scores[case_id], lines[case_id] = score, lineno
@@ -98,4 +111,9 @@ def calibrate(human: Mapping[str, float], judge: Mapping[str, float]) -> Calibra
     rho = math.nan
     if len(ids) >= 2 and len(set(h)) > 1 and len(set(j)) > 1:
         rho = float(spearmanr(h, j).statistic)
-    return Calibration(n=len(ids), mae=math.fsum(diffs) / len(ids), within_1=sum(d <= 1 for d in diffs) / len(ids), spearman=rho)
+    return Calibration(
+        n=len(ids),
+        mae=math.fsum(diffs) / len(ids),
+        within_1=sum(d <= 1 for d in diffs) / len(ids),
+        spearman=rho,
+    )

@@ -34,11 +34,21 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from ragtrack.analysis.stats import paired_bootstrap
 from ragtrack.core.errors import InputError
 from ragtrack.scorers.base import CaseTerms, get_scorer_class
-from ragtrack.analysis.stats import paired_bootstrap
 
-__all__ = ["CaseMove", "Comparison", "LoggedDiff", "McNemar", "MetricDiff", "RunRef", "RunSide", "compare", "parse_regression_gate"]
+__all__ = [
+    "CaseMove",
+    "Comparison",
+    "LoggedDiff",
+    "McNemar",
+    "MetricDiff",
+    "RunRef",
+    "RunSide",
+    "compare",
+    "parse_regression_gate",
+]
 
 Verdict = Literal["better", "worse", "no significant difference", "not computed"]
 
@@ -168,7 +178,9 @@ class Comparison(BaseModel):
             if m.metric == name:
                 return m
         known = ", ".join(m.metric for m in self.metrics)
-        raise InputError("--fail-on-regression", f"no metric {name!r} compared case by case; compared: {known}")
+        raise InputError(
+            "--fail-on-regression", f"no metric {name!r} compared case by case; compared: {known}"
+        )
 
 
 def parse_regression_gate(text: str) -> tuple[str, float]:
@@ -177,7 +189,9 @@ def parse_regression_gate(text: str) -> tuple[str, float]:
     try:
         value = float(margin)
     except ValueError:
-        raise InputError("--fail-on-regression", f"margin {margin!r} is not a number (METRIC[:MARGIN])", field=text) from None
+        raise InputError(
+            "--fail-on-regression", f"margin {margin!r} is not a number (METRIC[:MARGIN])", field=text
+        ) from None
     if not metric or not math.isfinite(value) or value < 0:
         raise InputError("--fail-on-regression", "expected METRIC[:MARGIN] with a margin ≥ 0", field=text)
     return metric, value
@@ -220,7 +234,8 @@ def compare(
     terms_a, terms_b, not_compared = _terms(a, b, fa, fb)
     diffs = paired_bootstrap(terms_a, terms_b, n_resamples=n_resamples, seed=seed, confidence=confidence)
     metrics = [
-        _metric_diff(ta, tb, ci, fa, fb, top, 1 - confidence) for ta, tb, ci in zip(terms_a, terms_b, diffs, strict=True)
+        _metric_diff(ta, tb, ci, fa, fb, top, 1 - confidence)
+        for ta, tb, ci in zip(terms_a, terms_b, diffs, strict=True)
     ]
     covered = {t.metric for t in terms_a}
     not_compared += sorted(
@@ -251,7 +266,9 @@ def compare(
 
 def _ids(side: RunSide) -> list[str]:
     if "id" not in side.cases.columns:
-        raise InputError(f"run {side.ref.run_id}: cases.parquet", "no `id` column: not a ragtrack per-case table")
+        raise InputError(
+            f"run {side.ref.run_id}: cases.parquet", "no `id` column: not a ragtrack per-case table"
+        )
     return [str(x) for x in side.cases["id"].tolist()]
 
 
@@ -263,7 +280,9 @@ def _aligned(side: RunSide, ids: Sequence[str]) -> dict[str, list]:
     return out
 
 
-def _terms(a: RunSide, b: RunSide, fa: dict[str, list], fb: dict[str, list]) -> tuple[list[CaseTerms], list[CaseTerms], list[str]]:
+def _terms(
+    a: RunSide, b: RunSide, fa: dict[str, list], fb: dict[str, list]
+) -> tuple[list[CaseTerms], list[CaseTerms], list[str]]:
     """Terms of every metric both runs can give, in scorer order; what was left out and why."""
     out_a: list[CaseTerms] = []
     out_b: list[CaseTerms] = []
@@ -300,13 +319,21 @@ def _mcnemar(va: np.ndarray, vb: np.ndarray, both: np.ndarray, higher_is_better:
     down = int(np.sum(both & (va == 1.0) & (vb == 0.0)))
     up = int(np.sum(both & (va == 0.0) & (vb == 1.0)))
     p = binomtest(min(down, up), down + up, 0.5).pvalue if down + up else 1.0
-    if not higher_is_better:  # a flag of a lower-is-better rate (a refusal, a hallucination) fails the case when set
+    if (
+        not higher_is_better
+    ):  # a flag of a lower-is-better rate (a refusal, a hallucination) fails the case when set
         down, up = up, down
     return McNemar(n_pairs=int(both.sum()), pass_to_fail=down, fail_to_pass=up, p_value=float(p))
 
 
 def _metric_diff(
-    ta: CaseTerms, tb: CaseTerms, ci: tuple[float, float], fa: dict[str, list], fb: dict[str, list], top: int, alpha: float
+    ta: CaseTerms,
+    tb: CaseTerms,
+    ci: tuple[float, float],
+    fa: dict[str, list],
+    fb: dict[str, list],
+    top: int,
+    alpha: float,
 ) -> MetricDiff:
     (va, ca), (vb, cb) = _values(ta), _values(tb)
     both = ca & cb
@@ -332,9 +359,16 @@ def _metric_diff(
         n_worse=int(np.sum(regression[moved])),
         n_better=int(np.sum(~regression[moved])),
         moved=[
-            CaseMove(case_id=str(ids[i]), question=_text(fa.get("question"), i), value_a=float(va[i]), value_b=float(vb[i]),
-                     delta=float(delta[i]), regression=bool(regression[i]),
-                     answer_a=_text(fa.get("answer"), i), answer_b=_text(fb.get("answer"), i))
+            CaseMove(
+                case_id=str(ids[i]),
+                question=_text(fa.get("question"), i),
+                value_a=float(va[i]),
+                value_b=float(vb[i]),
+                delta=float(delta[i]),
+                regression=bool(regression[i]),
+                answer_a=_text(fa.get("answer"), i),
+                answer_b=_text(fb.get("answer"), i),
+            )
             for i in order
         ],
     )
@@ -351,4 +385,8 @@ def _differing(a: dict, b: dict) -> list[LoggedDiff]:
     def same(x: object, y: object) -> bool:
         return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
 
-    return [LoggedDiff(name=k, a=a.get(k), b=b.get(k)) for k in sorted(set(a) | set(b)) if not same(a.get(k), b.get(k))]
+    return [
+        LoggedDiff(name=k, a=a.get(k), b=b.get(k))
+        for k in sorted(set(a) | set(b))
+        if not same(a.get(k), b.get(k))
+    ]

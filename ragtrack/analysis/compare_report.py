@@ -13,7 +13,14 @@ from ragtrack.analysis.summary import DEFAULT_HEADLINE
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["output_stem", "render_markdown", "render_overview", "render_png", "render_terminal", "write_outputs"]
+__all__ = [
+    "output_stem",
+    "render_markdown",
+    "render_overview",
+    "render_png",
+    "render_terminal",
+    "write_outputs",
+]
 
 
 _COLORS = {"worse": "red", "better": "green"}
@@ -139,15 +146,28 @@ def render_overview(comparisons: Sequence[Comparison], console: Console) -> None
     if not comparisons:
         return
     a = comparisons[0].run_a
-    table = Table(title=f"every run against the baseline {a.run_id} ({a.run_name}) · {a.label}", title_justify="left")
+    table = Table(
+        title=f"every run against the baseline {a.run_id} ({a.run_name}) · {a.label}", title_justify="left"
+    )
     for col in ("run", "name", "label", "better", "worse", "n.s.", "headline: B − A [CI]"):
-        table.add_column(col, no_wrap=col != "label", justify="right" if col in ("better", "worse", "n.s.") else "left")
+        table.add_column(
+            col, no_wrap=col != "label", justify="right" if col in ("better", "worse", "n.s.") else "left"
+        )
     for c in comparisons:
         verdicts = [m.verdict for m in c.metrics]
-        head = next((m for m in c.metrics if m.metric == DEFAULT_HEADLINE), c.metrics[0] if c.metrics else None)
+        head = next(
+            (m for m in c.metrics if m.metric == DEFAULT_HEADLINE), c.metrics[0] if c.metrics else None
+        )
         change = f"{head.metric} {_f(head.diff, True)} {_ci(head)}" if head is not None else "–"
-        table.add_row(c.run_b.run_id[:12], c.run_b.run_name, c.run_b.label, f"[green]{verdicts.count('better')}[/]",
-                      f"[red]{verdicts.count('worse')}[/]", str(verdicts.count("no significant difference")), change)
+        table.add_row(
+            c.run_b.run_id[:12],
+            c.run_b.run_name,
+            c.run_b.label,
+            f"[green]{verdicts.count('better')}[/]",
+            f"[red]{verdicts.count('worse')}[/]",
+            str(verdicts.count("no significant difference")),
+            change,
+        )
     console.print(table)
 
 
@@ -160,17 +180,23 @@ def render_terminal(c: Comparison, console: Console, top: int = 5) -> None:
     console.print(f"[bold]B[/] {b.run_id} ({b.run_name}) · {b.label} · {b.eval_set_version}", highlight=False)
     for n in c.notes:
         console.print(f"[yellow]note:[/] {n}", highlight=False)
-    table = Table(title=f"B − A over {c.n_shared} paired cases (↑ higher is better, ↓ lower)", title_justify="left")
+    table = Table(
+        title=f"B − A over {c.n_shared} paired cases (↑ higher is better, ↓ lower)", title_justify="left"
+    )
     table.add_column("metric", no_wrap=True)
     for col in ("A", "B", "B − A", f"{100 * c.confidence:g}% CI", "McNemar pass→fail/fail→pass", "verdict"):
         table.add_column(col, justify="left" if col in ("verdict",) else "right", no_wrap=True)
     for m in c.metrics:
         color = _COLORS.get(m.verdict)
-        verdict = f"[{color}]{m.verdict}[/]" if color else ("n.s." if m.verdict.startswith("no ") else m.verdict)
+        verdict = (
+            f"[{color}]{m.verdict}[/]" if color else ("n.s." if m.verdict.startswith("no ") else m.verdict)
+        )
         t = m.mcnemar
         mcnemar = "" if t is None else f"{t.pass_to_fail}/{t.fail_to_pass} p={t.p_value:.2g}"
         arrow = "↑" if m.higher_is_better else "↓"
-        table.add_row(f"{m.metric} {arrow}", _f(m.mean_a), _f(m.mean_b), _f(m.diff, True), _ci(m), mcnemar, verdict)
+        table.add_row(
+            f"{m.metric} {arrow}", _f(m.mean_a), _f(m.mean_b), _f(m.diff, True), _ci(m), mcnemar, verdict
+        )
     console.print(table)
     for title, rows in (("run-level metrics that differ", c.run_level), ("params that differ", c.stamps)):
         if rows:
@@ -179,7 +205,11 @@ def render_terminal(c: Comparison, console: Console, top: int = 5) -> None:
             console.print(f"  {d.name}: {_one_line(_f(d.a), 60)} → {_one_line(_f(d.b), 60)}", highlight=False)
     cases = _moved_cases(c, top)
     if cases:
-        t = Table(title="cases that moved most (all of them: --out DIR, --json, --log)", title_justify="left", show_lines=True)
+        t = Table(
+            title="cases that moved most (all of them: --out DIR, --json, --log)",
+            title_justify="left",
+            show_lines=True,
+        )
         for col, ratio in (("case", 1), ("changes", 3), ("answer A", 4), ("answer B", 4)):
             t.add_column(col, ratio=ratio, overflow="fold")
         for case_id, changes, answer_a, answer_b in cases:
@@ -200,7 +230,9 @@ def _moved_cases(c: Comparison, top: int) -> list[tuple[str, list[str], str, str
     for case_id, (answer_a, answer_b) in picked.items():
         changes = [
             f"[{'red' if x.regression else 'green'}]{_short_name(m.metric)} {_f(x.value_a)}→{_f(x.value_b)}[/]"
-            for m in c.metrics for x in m.moved if x.case_id == case_id
+            for m in c.metrics
+            for x in m.moved
+            if x.case_id == case_id
         ]
         out.append((case_id, changes, answer_a, answer_b))
     return out
@@ -222,17 +254,35 @@ def render_png(c: Comparison, path: Path) -> None:
     for ax, m in zip(axes[:, 0], metrics):
         color = {"worse": "tab:red", "better": "tab:green"}.get(m.verdict, "tab:gray")
         if not math.isnan(m.ci_low):
-            ax.errorbar([m.diff], [0], xerr=[[m.diff - m.ci_low], [m.ci_high - m.diff]], fmt="o", color=color, capsize=4)
+            ax.errorbar(
+                [m.diff],
+                [0],
+                xerr=[[m.diff - m.ci_low], [m.ci_high - m.diff]],
+                fmt="o",
+                color=color,
+                capsize=4,
+            )
         ax.axvline(0, color="black", linewidth=0.8)
         span = 0.0 if math.isnan(m.ci_low) else max(abs(m.ci_low), abs(m.ci_high), abs(m.diff))
         span = span or 1.0  # no difference at all: a plain axis around 0
         ax.set_xlim(-1.15 * span, 1.15 * span)
         ax.set_yticks([])
-        ax.set_ylabel(f"{m.metric} {'↑' if m.higher_is_better else '↓'}", rotation=0, ha="right", va="center", fontsize=8)
+        ax.set_ylabel(
+            f"{m.metric} {'↑' if m.higher_is_better else '↓'}",
+            rotation=0,
+            ha="right",
+            va="center",
+            fontsize=8,
+        )
         ax.tick_params(axis="x", labelsize=7)
-    fig.suptitle(f"B − A, {100 * c.confidence:g}% paired bootstrap CI\nA {c.run_a.run_name} · B {c.run_b.run_name}", fontsize=9)
+    fig.suptitle(
+        f"B − A, {100 * c.confidence:g}% paired bootstrap CI\nA {c.run_a.run_name} · B {c.run_b.run_name}",
+        fontsize=9,
+    )
     height = 0.6 * n + 1.2
-    fig.subplots_adjust(left=0.4, right=0.97, top=1 - 0.75 / height, bottom=0.4 / height, hspace=1.2)  # tight_layout: 2x slower
+    fig.subplots_adjust(
+        left=0.4, right=0.97, top=1 - 0.75 / height, bottom=0.4 / height, hspace=1.2
+    )  # tight_layout: 2x slower
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

@@ -20,8 +20,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from ragtrack.core.errors import InputError
-from ragtrack.scorers.base import SCORERS
 from ragtrack.core.types import GateCondition, GateResult, GateSpec
+from ragtrack.scorers.base import SCORERS
 
 __all__ = ["applicable_gates", "evaluate_gates", "failed_conditions", "gate_metrics", "parse_gates"]
 
@@ -39,7 +39,11 @@ def parse_gates(raw: Mapping[str, Sequence[str]], where: str = "gates") -> list[
         for i, text in enumerate(conditions):
             m = _CONDITION.match(str(text))
             if not m:
-                raise InputError(where, f"cannot parse {text!r}; expected '<metric> <op> <number>' with op one of >= <= > < ==", field=f"{name}[{i}]")
+                raise InputError(
+                    where,
+                    f"cannot parse {text!r}; expected '<metric> <op> <number>' with op one of >= <= > < ==",
+                    field=f"{name}[{i}]",
+                )
             parsed.append(GateCondition(metric=m.group(1), op=m.group(2), threshold=float(m.group(3))))
         if not parsed:
             raise InputError(where, "a gate needs at least one condition", field=name)
@@ -47,7 +51,9 @@ def parse_gates(raw: Mapping[str, Sequence[str]], where: str = "gates") -> list[
     return gates
 
 
-def applicable_gates(gates: Sequence[GateSpec], scorer_names: Collection[str]) -> tuple[list[GateSpec], list[GateSpec]]:
+def applicable_gates(
+    gates: Sequence[GateSpec], scorer_names: Collection[str]
+) -> tuple[list[GateSpec], list[GateSpec]]:
     """`(kept, dropped)`: a gate is dropped when every metric it reads belongs to a
     registered scorer not in `scorer_names`."""
     absent = set(SCORERS.names()) - set(scorer_names)
@@ -64,7 +70,11 @@ def evaluate_gates(gates: Sequence[GateSpec], metrics: Mapping[str, float]) -> l
     for g in gates:
         absent = [c.metric for c in g.conditions if c.metric not in metrics or math.isnan(metrics[c.metric])]
         if absent:
-            results.append(GateResult(name=g.name, passed=False, skipped=True, detail=f"not computed: {', '.join(absent)}"))
+            results.append(
+                GateResult(
+                    name=g.name, passed=False, skipped=True, detail=f"not computed: {', '.join(absent)}"
+                )
+            )
             continue
         parts, ok = [], True
         for c in g.conditions:

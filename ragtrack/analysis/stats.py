@@ -65,7 +65,15 @@ def bootstrap_ratio_ci(
     counted = int(np.count_nonzero(d))
 
     def interval(low: float, high: float) -> Interval:
-        return Interval(estimate=estimate, low=low, high=high, n=counted, confidence=confidence, seed=seed, n_resamples=n_resamples)
+        return Interval(
+            estimate=estimate,
+            low=low,
+            high=high,
+            n=counted,
+            confidence=confidence,
+            seed=seed,
+            n_resamples=n_resamples,
+        )
 
     if counted == 0:
         return interval(math.nan, math.nan)
@@ -95,7 +103,9 @@ def bootstrap_mean_ci(
 ) -> Interval:
     """Interval of the mean of `values`; None and NaN (not computed for that case) are left out."""
     kept = [float(v) for v in values if v is not None and not math.isnan(v)]
-    return bootstrap_ratio_ci(kept, [1.0] * len(kept), seed=seed, n_resamples=n_resamples, confidence=confidence)
+    return bootstrap_ratio_ci(
+        kept, [1.0] * len(kept), seed=seed, n_resamples=n_resamples, confidence=confidence
+    )
 
 
 def _ratio(num: np.ndarray, den: np.ndarray, empty: np.ndarray) -> np.ndarray:
@@ -104,7 +114,11 @@ def _ratio(num: np.ndarray, den: np.ndarray, empty: np.ndarray) -> np.ndarray:
 
 
 def paired_bootstrap(
-    terms_a: Sequence[CaseTerms], terms_b: Sequence[CaseTerms], *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+    terms_a: Sequence[CaseTerms],
+    terms_b: Sequence[CaseTerms],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
     confidence: float = 0.95,
 ) -> list[tuple[float, float]]:
     """The percentile interval of `B − A` for each metric (`terms_a[i]` against `terms_b[i]`, over the same cases in
@@ -121,8 +135,12 @@ def paired_bootstrap(
     parts = []
     for start in range(0, n_resamples, chunk):
         size = min(chunk, n_resamples - start)
-        draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]  # resample r draws n cases
-        w = np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)  # times each case was drawn
+        draws = (
+            rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+        )  # resample r draws n cases
+        w = (
+            np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)
+        )  # times each case was drawn
         parts.append(_ratio(w @ num_b, w @ den_b, empty_b) - _ratio(w @ num_a, w @ den_a, empty_a))
     diffs = np.vstack(parts)
     tail = 100 * (1 - confidence) / 2

@@ -75,7 +75,9 @@ class SweepJob(BaseModel):
     status: str  # the MLflow status of its run, or FAILED when it failed before creating one
     run_id: str | None = None
     run_name: str | None = None
-    stage: str | None = None  # the furthest stage the job's run reached: "full", or "dev" when a staged job stopped at its gate
+    stage: str | None = (
+        None  # the furthest stage the job's run reached: "full", or "dev" when a staged job stopped at its gate
+    )
     reused: bool = False
     error: str | None = None  # one line, for a failed job
 
@@ -135,7 +137,9 @@ class SweepSummary(BaseModel):
     rows: list[SummaryRow]
     best: SummaryRow | None  # the top value; the winner only when `winner` says so
     margins: list[Margin] = Field(default_factory=list)  # the top job against each other ranked job
-    tied: list[int] = Field(default_factory=list)  # jobs the top one does not beat significantly, itself first
+    tied: list[int] = Field(
+        default_factory=list
+    )  # jobs the top one does not beat significantly, itself first
 
     @property
     def winner(self) -> SummaryRow | None:
@@ -153,7 +157,9 @@ def headline_terms(metric: str, columns: CaseColumns) -> CaseTerms | None:
     return next((t for t in declared if t.metric == metric), None)
 
 
-def headline_metric(configured: str | None, scorers: Sequence[str], logged: Sequence[Mapping[str, float]]) -> str:
+def headline_metric(
+    configured: str | None, scorers: Sequence[str], logged: Sequence[Mapping[str, float]]
+) -> str:
     """The configured metric, else the default (see module doc; also when no job logged a metric)."""
     if configured:
         return configured
@@ -213,31 +219,69 @@ def summarize(
         low = high = math.nan
         n = 0
         if s.terms is not None and not math.isnan(value):
-            ci = bootstrap_ratio_ci(s.terms.num, s.terms.den, seed=seed, n_resamples=n_resamples, confidence=confidence)
+            ci = bootstrap_ratio_ci(
+                s.terms.num, s.terms.den, seed=seed, n_resamples=n_resamples, confidence=confidence
+            )
             if ci.estimate == value:  # the terms are those of the logged number
                 low, high, n = ci.low, ci.high, ci.n
         given = _as_dict(job)
-        rows.append(SummaryRow(
-            job=job.index, overrides=" ".join(job.overrides), axes={a: given.get(a, "") for a in axes},
-            status=job.status, stage=job.stage, reused=job.reused, run_id=job.run_id, run_name=job.run_name, value=value,
-            ci_low=low, ci_high=high, n_cases=n, gate_all=s.metrics.get("gate/all", math.nan), error=job.error,
-        ))
+        rows.append(
+            SummaryRow(
+                job=job.index,
+                overrides=" ".join(job.overrides),
+                axes={a: given.get(a, "") for a in axes},
+                status=job.status,
+                stage=job.stage,
+                reused=job.reused,
+                run_id=job.run_id,
+                run_name=job.run_name,
+                value=value,
+                ci_low=low,
+                ci_high=high,
+                n_cases=n,
+                gate_all=s.metrics.get("gate/all", math.nan),
+                error=job.error,
+            )
+        )
     ranked = [r for r in rows if r.status == "FINISHED" and not math.isnan(r.value)]
-    ranked = [r for r in ranked if r.stage != "dev"] or ranked  # a dev subset's score ranks only when no job got further
+    ranked = [
+        r for r in ranked if r.stage != "dev"
+    ] or ranked  # a dev subset's score ranks only when no job got further
     declared = [s.terms for s in scores.values() if s.terms is not None]
     higher = declared[0].higher_is_better if declared else True
     best = None
     margins: list[Margin] = []
     if ranked:
         best = (max if higher else min)(ranked, key=lambda r: r.value)  # the first of equals is the top
-        margins = [_margin(best.job, r.job, scores, higher, seed, n_resamples, confidence) for r in ranked if r is not best]
+        margins = [
+            _margin(best.job, r.job, scores, higher, seed, n_resamples, confidence)
+            for r in ranked
+            if r is not best
+        ]
     tied = ([best.job] + [m.job for m in margins if not m.significant]) if best is not None else []
-    return SweepSummary(metric=metric, higher_is_better=higher, confidence=confidence, seed=seed,
-                        n_resamples=n_resamples, axes=axes, rows=rows, best=best, margins=margins, tied=tied)
+    return SweepSummary(
+        metric=metric,
+        higher_is_better=higher,
+        confidence=confidence,
+        seed=seed,
+        n_resamples=n_resamples,
+        axes=axes,
+        rows=rows,
+        best=best,
+        margins=margins,
+        tied=tied,
+    )
 
 
-def _margin(top: int, other: int, scores: Mapping[int, JobScores], higher: bool, seed: int, n_resamples: int,
-            confidence: float) -> Margin:
+def _margin(
+    top: int,
+    other: int,
+    scores: Mapping[int, JobScores],
+    higher: bool,
+    seed: int,
+    n_resamples: int,
+    confidence: float,
+) -> Margin:
     """`top − other` over the cases both jobs scored, paired; not significant when either lacks per-case terms."""
     from ragtrack.analysis.stats import paired_bootstrap
 
@@ -250,8 +294,14 @@ def _margin(top: int, other: int, scores: Mapping[int, JobScores], higher: bool,
     ((low, high),) = paired_bootstrap([ta], [tb], n_resamples=n_resamples, seed=seed, confidence=confidence)
     significant = low > 0 if higher else high < 0
     counted = sum(1 for da, db in zip(ta.den, tb.den, strict=True) if da > 0 and db > 0)
-    return Margin(job=other, diff=tb.value - ta.value, low=low, high=high, n_shared=counted,
-                  significant=bool(significant))
+    return Margin(
+        job=other,
+        diff=tb.value - ta.value,
+        low=low,
+        high=high,
+        n_shared=counted,
+        significant=bool(significant),
+    )
 
 
 def _on(scores: JobScores, ids: Sequence[str]) -> CaseTerms:
@@ -266,20 +316,33 @@ def _fmt(v: float) -> str:
     return "–" if math.isnan(v) else f"{v:.4g}"
 
 
-def summary_frame(summary: SweepSummary) -> "pandas.DataFrame":
+def summary_frame(summary: SweepSummary) -> pandas.DataFrame:
     """`sweep_summary.parquet`: one row per job; an axis column per sweep axis; the metric, its bounds and n."""
     import pandas as pd
 
     m = summary.metric
     records = []
     for r in summary.rows:
-        records.append({
-            "job": r.job, **{f"axis/{a}": v for a, v in r.axes.items()}, "overrides": r.overrides, "status": r.status,
-            "stage": r.stage, "reused": r.reused, "run_id": r.run_id, "run_name": r.run_name, m: r.value, f"{m}/ci_low": r.ci_low,
-            f"{m}/ci_high": r.ci_high, "n_cases": r.n_cases, "gate/all": r.gate_all,
-            "best": summary.winner is not None and r.job == summary.winner.job, "tied": r.job in summary.tied and
-            len(summary.tied) > 1, "error": r.error,
-        })
+        records.append(
+            {
+                "job": r.job,
+                **{f"axis/{a}": v for a, v in r.axes.items()},
+                "overrides": r.overrides,
+                "status": r.status,
+                "stage": r.stage,
+                "reused": r.reused,
+                "run_id": r.run_id,
+                "run_name": r.run_name,
+                m: r.value,
+                f"{m}/ci_low": r.ci_low,
+                f"{m}/ci_high": r.ci_high,
+                "n_cases": r.n_cases,
+                "gate/all": r.gate_all,
+                "best": summary.winner is not None and r.job == summary.winner.job,
+                "tied": r.job in summary.tied and len(summary.tied) > 1,
+                "error": r.error,
+            }
+        )
     return pd.DataFrame.from_records(records)
 
 
@@ -299,12 +362,20 @@ def verdict(summary: SweepSummary) -> str:
     pct = f"{summary.confidence:.0%}"
     if summary.winner is not None:
         closest = min(summary.margins, key=lambda m: abs(m.diff), default=None)
-        ahead = (f", ahead of #{closest.job} by {_fmt(closest.diff)} [{_fmt(closest.low)}, {_fmt(closest.high)}] "
-                 f"({pct} paired bootstrap over {closest.n_shared} cases)") if closest else ""
+        ahead = (
+            (
+                f", ahead of #{closest.job} by {_fmt(closest.diff)} [{_fmt(closest.low)}, {_fmt(closest.high)}] "
+                f"({pct} paired bootstrap over {closest.n_shared} cases)"
+            )
+            if closest
+            else ""
+        )
         return f"winner: #{summary.best.job}{ahead}"
     others = ", ".join(f"#{j}" for j in summary.tied[1:])
-    return (f"no winner: #{summary.best.job} is not significantly better than {others} on {summary.metric} "
-            f"({pct} paired bootstrap)")
+    return (
+        f"no winner: #{summary.best.job} is not significantly better than {others} on {summary.metric} "
+        f"({pct} paired bootstrap)"
+    )
 
 
 def summary_lines(summary: SweepSummary) -> list[str]:
@@ -339,14 +410,28 @@ def render_summary(summary: SweepSummary, parent_run_id: str | None = None) -> s
     failed = [r for r in summary.rows if r.status != "FINISHED"]
     reused = [r for r in summary.rows if r.reused]
     lines.append(f"- jobs: {len(summary.rows)}, failed {len(failed)}, reused {len(reused)}")
-    lines += ["", f"| job | {' | '.join(summary.axes)} | status | run | {summary.metric} | {pct} CI | n | gate/all |",
-              "|---" * (len(summary.axes) + 7) + "|"]
+    lines += [
+        "",
+        f"| job | {' | '.join(summary.axes)} | status | run | {summary.metric} | {pct} CI | n | gate/all |",
+        "|---" * (len(summary.axes) + 7) + "|",
+    ]
     for r in summary.rows:
-        mark = " **best**" if summary.winner is not None and r.job == summary.winner.job else (
-            " (tied)" if r.job in summary.tied and len(summary.tied) > 1 else "")
+        mark = (
+            " **best**"
+            if summary.winner is not None and r.job == summary.winner.job
+            else (" (tied)" if r.job in summary.tied and len(summary.tied) > 1 else "")
+        )
         run = f"`{r.run_id}`" if r.run_id else "–"
-        cells = [str(r.job), *(r.axes[a] for a in summary.axes), _status(r).replace("|", "\\|"), run,
-                 _fmt(r.value) + mark, _ci(r), str(r.n_cases) if r.n_cases else "–", _fmt(r.gate_all)]
+        cells = [
+            str(r.job),
+            *(r.axes[a] for a in summary.axes),
+            _status(r).replace("|", "\\|"),
+            run,
+            _fmt(r.value) + mark,
+            _ci(r),
+            str(r.n_cases) if r.n_cases else "–",
+            _fmt(r.gate_all),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -394,7 +479,12 @@ def plot_summary(summary: SweepSummary, path: Path) -> None:
             lo.append(r.value - r.ci_low if has_ci else 0.0)
             hi.append(r.ci_high - r.value if has_ci else 0.0)
         ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, label=f"{hue_axis}={h}" if hue_axis else None)
-    ax.set_xticks(range(len(groups)), groups, rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+    ax.set_xticks(
+        range(len(groups)),
+        groups,
+        rotation=20 if len(groups) > 4 else 0,
+        ha="right" if len(groups) > 4 else "center",
+    )
     ax.set_xlabel(" × ".join(group_axes))
     ax.set_ylabel(summary.metric)
     ax.set_title(f"{summary.metric} per job, {summary.confidence:.0%} bootstrap interval")

@@ -33,21 +33,21 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.inputs.archive import ARCHIVED_DIRS, ArchivedRun
-from ragtrack.inputs.config import RunConfig, load_run_config
 from ragtrack.core.errors import InputError
 from ragtrack.core.hashing import sha1_file, sha256_bytes, sha256_file
 from ragtrack.core.redact import MASK
-from ragtrack.run.trust import Refused
 from ragtrack.core.types import ContextChunk, ScoreValue
+from ragtrack.inputs.archive import ARCHIVED_DIRS, ArchivedRun
+from ragtrack.inputs.config import RunConfig, load_run_config
+from ragtrack.run.trust import Refused
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
     from ragtrack.run.runner import FileScores
-    from ragtrack.tracking.reader import LoggedRun
     from ragtrack.run.trust import Caller
+    from ragtrack.tracking.reader import LoggedRun
 
 __all__ = ["AuditReport", "CaseDetail", "Check", "audit", "case_detail", "rescore_archive"]
 
@@ -88,7 +88,9 @@ def _check(name: str, ok: bool, good: str, bad: str) -> Check:
 
 
 def _status(run: LoggedRun) -> Check:
-    return _check("run status", run.status == "FINISHED", "FINISHED", f"{run.status}: its numbers are not final")
+    return _check(
+        "run status", run.status == "FINISHED", "FINISHED", f"{run.status}: its numbers are not final"
+    )
 
 
 def _eval_files(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
@@ -106,8 +108,14 @@ def _eval_files(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
             out.append(Check(name=name, status="fail", detail=str(e)))
             continue
         derived = f"{f.stem}@{actual}"
-        out.append(_check(name, derived == version, f"sha1 {_short(actual)} gives the logged {f.stem}@{_short(actual)}",
-                          f"sha1 is {_short(actual)}, logged {version}"))
+        out.append(
+            _check(
+                name,
+                derived == version,
+                f"sha1 {_short(actual)} gives the logged {f.stem}@{_short(actual)}",
+                f"sha1 is {_short(actual)}, logged {version}",
+            )
+        )
     return out
 
 
@@ -119,7 +127,12 @@ def _prompt(run: LoggedRun, archive: ArchivedRun) -> Check:
         return Check(name="prompt", status="fail", detail=str(e))
     actual = sha256_file(path)
     name = f"prompt {archive.manifest.prompt_artifact_path}"
-    return _check(name, actual == logged, f"sha256 {_short(actual)} = prompt_sha256", f"sha256 is {_short(actual)}, logged prompt_sha256 {_short(logged)}")
+    return _check(
+        name,
+        actual == logged,
+        f"sha256 {_short(actual)} = prompt_sha256",
+        f"sha256 is {_short(actual)}, logged prompt_sha256 {_short(logged)}",
+    )
 
 
 def index_check(cfg: RunConfig, logged: str | None) -> Check:
@@ -131,17 +144,33 @@ def index_check(cfg: RunConfig, logged: str | None) -> Check:
     """
     from ragtrack.run.runner import index_version
 
-    if cfg.index.version:  # a label proves nothing: not applicable when it matches, a failure when it does not
+    if (
+        cfg.index.version
+    ):  # a label proves nothing: not applicable when it matches, a failure when it does not
         if cfg.index.version == logged:
-            return Check(name="index", status="skip", detail=f"configured version {logged!r} is a label: nothing to "
-                         "re-derive from content")
-        return Check(name="index", status="fail", detail=f"configured version {cfg.index.version!r}, logged {logged!r}")
+            return Check(
+                name="index",
+                status="skip",
+                detail=f"configured version {logged!r} is a label: nothing to re-derive from content",
+            )
+        return Check(
+            name="index", status="fail", detail=f"configured version {cfg.index.version!r}, logged {logged!r}"
+        )
     source = f"corpus {cfg.index.corpus.dir}" if cfg.index.corpus else cfg.index.path
     try:
         derived = index_version(cfg)
     except InputError:
-        return Check(name="index", status="skip", detail=f"{source}: neither archived nor present here, so {logged} is not re-derived")
-    return _check("index", derived == logged, f"{source} re-derives {derived}", f"{source} gives {derived}, logged {logged}")
+        return Check(
+            name="index",
+            status="skip",
+            detail=f"{source}: neither archived nor present here, so {logged} is not re-derived",
+        )
+    return _check(
+        "index",
+        derived == logged,
+        f"{source} re-derives {derived}",
+        f"{source} gives {derived}, logged {logged}",
+    )
 
 
 def _archive(archive: ArchivedRun) -> Check:
@@ -149,14 +178,24 @@ def _archive(archive: ArchivedRun) -> Check:
     m = archive.manifest
     problems = []
     named = {f"eval_files[{i}].artifact_path": f.artifact_path for i, f in enumerate(m.eval_files)}
-    named |= {"prompt_artifact_path": m.prompt_artifact_path, "predictions_artifact_path": m.predictions_artifact_path}
+    named |= {
+        "prompt_artifact_path": m.prompt_artifact_path,
+        "predictions_artifact_path": m.predictions_artifact_path,
+    }
     for field, place in archive.places().items():
         if place is None or named[field] not in (place, f"{place}.gz"):
-            problems.append(f"{field} is {named[field]!r}, where the run archives it at {place or 'predictions/<file>'!r}")
+            problems.append(
+                f"{field} is {named[field]!r}, where the run archives it at {place or 'predictions/<file>'!r}"
+            )
     recorded = {f.artifact_path: ("sha1", f.sha1) for f in m.eval_files}
-    recorded |= {m.prompt_artifact_path: ("sha256", m.prompt_sha256), m.predictions_artifact_path: ("sha1", m.predictions_sha1)}
+    recorded |= {
+        m.prompt_artifact_path: ("sha256", m.prompt_sha256),
+        m.predictions_artifact_path: ("sha1", m.predictions_sha1),
+    }
     root = archive.root.resolve()
-    found = sorted(p.relative_to(root).as_posix() for d in ARCHIVED_DIRS for p in (root / d).rglob("*") if not p.is_dir())
+    found = sorted(
+        p.relative_to(root).as_posix() for d in ARCHIVED_DIRS for p in (root / d).rglob("*") if not p.is_dir()
+    )
     for rel in found:
         if rel not in recorded:
             problems.append(f"{rel} is archived but named by no manifest field")
@@ -171,11 +210,17 @@ def _archive(archive: ArchivedRun) -> Check:
         if actual != expected:
             problems.append(f"{rel}: {algo} is {_short(actual)}, the manifest records {_short(expected)}")
     ok = not problems
-    return _check("archive", ok, f"{len(found)} archived inputs at their places, each with the hash the manifest records",
-                  "; ".join(problems[:3]) + (f" … and {len(problems) - 3} more" if len(problems) > 3 else ""))
+    return _check(
+        "archive",
+        ok,
+        f"{len(found)} archived inputs at their places, each with the hash the manifest records",
+        "; ".join(problems[:3]) + (f" … and {len(problems) - 3} more" if len(problems) > 3 else ""),
+    )
 
 
-def _config(run: LoggedRun, archive: ArchivedRun, caller: Caller, deep: bool) -> tuple[list[Check], RunConfig | None]:
+def _config(
+    run: LoggedRun, archive: ArchivedRun, caller: Caller, deep: bool
+) -> tuple[list[Check], RunConfig | None]:
     logged = run.params.get("config_sha256")
     try:
         path = archive.config_path
@@ -191,8 +236,13 @@ def _config(run: LoggedRun, archive: ArchivedRun, caller: Caller, deep: bool) ->
     check, settled = _index(path, caller, logged_index)
     checks.append(check)
     if deep:
-        checks.append(vectors_check(settled, logged_index) if settled is not None and check.status == "pass" else
-                      Check(name="index vectors", status="skip", detail="not compared: index_version was not re-derived"))
+        checks.append(
+            vectors_check(settled, logged_index)
+            if settled is not None and check.status == "pass"
+            else Check(
+                name="index vectors", status="skip", detail="not compared: index_version was not re-derived"
+            )
+        )
     return checks, cfg
 
 
@@ -201,14 +251,20 @@ def _index(path: Path, caller: Caller, logged: str | None) -> tuple[Check, RunCo
     from ragtrack.inputs.config import read_yaml
     from ragtrack.run.trust import apply_overrides, settle
 
-    raw = apply_overrides(read_yaml(path), caller.overrides, sections=AUDIT_SECTIONS)  # checked by check_caller
+    raw = apply_overrides(
+        read_yaml(path), caller.overrides, sections=AUDIT_SECTIONS
+    )  # checked by check_caller
     try:
         settled = settle(raw, "index", caller, where=str(path))
     except Refused as e:
         keys = ", ".join(f"--set {s.key}=…" for s in e.settings)
         shown = "; ".join(s.show() for s in e.settings)
-        return Check(name="index", status="skip", detail=f"{logged} not re-derived: the run's config names {shown}; "
-                     f"to re-derive it from inputs of yours, give {keys}"), None
+        return Check(
+            name="index",
+            status="skip",
+            detail=f"{logged} not re-derived: the run's config names {shown}; "
+            f"to re-derive it from inputs of yours, give {keys}",
+        ), None
     cfg = RunConfig.from_container(settled.config)
     return index_check(cfg, logged), cfg
 
@@ -223,15 +279,22 @@ def vectors_check(cfg: RunConfig, version: str | None) -> Check:
     from ragtrack.index.build import DEEP_TOLERANCE, index_spec, open_index, verify_vectors
 
     if not cfg.index.built:
-        return Check(name="index vectors", status="skip", detail="the run's index is a file or a label: no vectors to compare")
+        return Check(
+            name="index vectors",
+            status="skip",
+            detail="the run's index is a file or a label: no vectors to compare",
+        )
     spec = index_spec(cfg.index)
     index = open_index(spec)
     delta = verify_vectors(spec, index.vectors)
-    return _check("index vectors", delta <= DEEP_TOLERANCE,
-                  f"the {len(spec.chunks)} cached vectors of {version} equal a fresh embedding of its chunks "
-                  f"(max |Δ| {delta:.1e})",
-                  f"the cached vectors of {version} in {index.path} differ from a fresh embedding of its chunks "
-                  f"(max |Δ| {delta:.2g}): the cache was damaged or tampered with; delete that folder to rebuild it")
+    return _check(
+        "index vectors",
+        delta <= DEEP_TOLERANCE,
+        f"the {len(spec.chunks)} cached vectors of {version} equal a fresh embedding of its chunks "
+        f"(max |Δ| {delta:.1e})",
+        f"the cached vectors of {version} in {index.path} differ from a fresh embedding of its chunks "
+        f"(max |Δ| {delta:.2g}): the cache was damaged or tampered with; delete that folder to rebuild it",
+    )
 
 
 def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
@@ -252,14 +315,20 @@ def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
         problems = []
         if cls.version != version:
             problems.append(f"logged v{version}, installed v{cls.version}")
-        code_note = f"code sha256 {_short(installed)}" if code is not None else "code hash not logged by this run"
+        code_note = (
+            f"code sha256 {_short(installed)}" if code is not None else "code hash not logged by this run"
+        )
         if code is not None and code != installed:
             if code == bytes_code_sha256(cls):  # logged before the hash read syntax trees
-                code_note = (f"code sha256 {_short(code)} of its files' bytes (this run predates hashes of syntax "
-                             "trees), equal to the installed files'")
+                code_note = (
+                    f"code sha256 {_short(code)} of its files' bytes (this run predates hashes of syntax "
+                    "trees), equal to the installed files'"
+                )
             elif code == module_sha256(cls):  # logged before the hash covered imported modules
-                code_note = (f"code sha256 {_short(code)} of its module alone (this run predates hashes of the modules "
-                             "it imports: those are proven only by the re-score)")
+                code_note = (
+                    f"code sha256 {_short(code)} of its module alone (this run predates hashes of the modules "
+                    "it imports: those are proven only by the re-score)"
+                )
             else:
                 problems.append(f"logged code sha256 {_short(code)}, installed {_short(installed)}")
         out.append(_check(name, not problems, f"v{version} installed, {code_note}", "; ".join(problems)))
@@ -276,26 +345,37 @@ def _predictions(run: LoggedRun, archive: ArchivedRun) -> Check:
     # A full stage replaying a file archives it whole: its sha1 is also a param (in the store, not the archive).
     param = run.params.get(f"generator/{m.generator.name}/predictions_sha1") if m.subset is None else None
     expected = param or m.predictions_sha1
-    return _check(name, actual == expected, f"sha1 {_short(actual)} = recorded", f"sha1 is {_short(actual)}, recorded {_short(expected)}")
+    return _check(
+        name,
+        actual == expected,
+        f"sha1 {_short(actual)} = recorded",
+        f"sha1 is {_short(actual)}, recorded {_short(expected)}",
+    )
 
 
-AUDIT_SECTIONS = ("scorers", "index")  # where an auditor's --set may name servers, key variables, paths and models
+AUDIT_SECTIONS = (
+    "scorers",
+    "index",
+)  # where an auditor's --set may name servers, key variables, paths and models
 
 
 def check_caller(archive: ArchivedRun, caller: Caller) -> None:
     """An auditor's `--set` names only where to reach (servers, key variables, paths, models): bad input otherwise."""
     from ragtrack.inputs.config import read_yaml
-    from ragtrack.run.trust import apply_overrides
-
-    from ragtrack.run.trust import reach_keys
+    from ragtrack.run.trust import apply_overrides, reach_keys
 
     if not caller.overrides:
         return
     raw = read_yaml(archive.config_path)
     if isinstance(raw, dict):
         keys = set().union(*(reach_keys(raw, s) for s in AUDIT_SECTIONS))
-        apply_overrides(raw, caller.overrides, sections=AUDIT_SECTIONS, only=keys,
-                        why=": an audit proves the run's own scoring (a scoring change is `ragtrack rescore`)")
+        apply_overrides(
+            raw,
+            caller.overrides,
+            sections=AUDIT_SECTIONS,
+            only=keys,
+            why=": an audit proves the run's own scoring (a scoring change is `ragtrack rescore`)",
+        )
 
 
 def rescore_archive(archive: ArchivedRun, caller: Caller | None = None) -> tuple[FileScores, list[str]]:
@@ -307,7 +387,9 @@ def rescore_archive(archive: ArchivedRun, caller: Caller | None = None) -> tuple
 
     caller = caller or Caller()
     scoring = config_scoring(archive.config_path, caller, sections=AUDIT_SECTIONS)
-    return score_files(archive.eval_paths, archive.predictions_path, scoring.scorers, scoring.gates), scoring.notes
+    return score_files(
+        archive.eval_paths, archive.predictions_path, scoring.scorers, scoring.gates
+    ), scoring.notes
 
 
 def _same(a: float | None, b: float | None) -> bool:
@@ -322,8 +404,12 @@ def _metrics(run: LoggedRun, scored: FileScores) -> Check:
     wrong = [k for k in sorted(set(logged) | set(derived)) if not _same(logged.get(k), derived.get(k))]
     shown = "; ".join(f"{k}: logged {logged.get(k)!r}, re-scored {derived.get(k)!r}" for k in wrong[:3])
     more = f" … and {len(wrong) - 3} more" if len(wrong) > 3 else ""
-    return _check("re-score: metrics", not wrong, f"all {len(logged)} logged metrics re-derived bit for bit",
-                  f"{len(wrong)} metric(s) differ: {shown}{more}")
+    return _check(
+        "re-score: metrics",
+        not wrong,
+        f"all {len(logged)} logged metrics re-derived bit for bit",
+        f"{len(wrong)} metric(s) differ: {shown}{more}",
+    )
 
 
 def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
@@ -337,11 +423,18 @@ def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
     pd.DataFrame(scored.rows).to_parquet(buf, index=False)
     derived = pd.read_parquet(io.BytesIO(buf.getvalue()))
     if list(logged.columns) != list(derived.columns) or len(logged) != len(derived):
-        return Check(name="re-score: cases.parquet", status="fail",
-                     detail=f"logged table has {len(logged)} rows × {len(logged.columns)} columns, re-scored {len(derived)} × {len(derived.columns)}")
+        return Check(
+            name="re-score: cases.parquet",
+            status="fail",
+            detail=f"logged table has {len(logged)} rows × {len(logged.columns)} columns, re-scored {len(derived)} × {len(derived.columns)}",
+        )
     differing = [c for c in logged.columns if not logged[c].equals(derived[c])]
-    return _check("re-score: cases.parquet", not differing, f"all {len(logged)} rows × {len(logged.columns)} columns equal",
-                  f"column(s) differ: {', '.join(differing[:5])}")
+    return _check(
+        "re-score: cases.parquet",
+        not differing,
+        f"all {len(logged)} rows × {len(logged.columns)} columns equal",
+        f"column(s) differ: {', '.join(differing[:5])}",
+    )
 
 
 def _registry_prompt(archive: ArchivedRun, registry: Callable[[str], str] | None) -> list[Check]:
@@ -351,17 +444,33 @@ def _registry_prompt(archive: ArchivedRun, registry: Callable[[str], str] | None
         return []
     name = f"prompt {uri}"
     if registry is None:
-        return [Check(name=name, status="skip", detail="not compared: no tracking store to read the registry from")]
+        return [
+            Check(
+                name=name, status="skip", detail="not compared: no tracking store to read the registry from"
+            )
+        ]
     try:
         actual = sha256_bytes(registry(uri).encode("utf-8"))
     except InputError as e:
         return [Check(name=name, status="fail", detail=str(e))]
-    return [_check(name, actual == logged, f"the registry's text hashes to prompt_sha256 {_short(actual)}",
-                   f"the registry's text hashes to {_short(actual)}, logged prompt_sha256 {_short(logged)}")]
+    return [
+        _check(
+            name,
+            actual == logged,
+            f"the registry's text hashes to prompt_sha256 {_short(actual)}",
+            f"the registry's text hashes to {_short(actual)}, logged prompt_sha256 {_short(logged)}",
+        )
+    ]
 
 
-def audit(run: LoggedRun, archive: ArchivedRun, caller: Caller | None = None, *, deep: bool = False,
-          registry: Callable[[str], str] | None = None) -> AuditReport:
+def audit(
+    run: LoggedRun,
+    archive: ArchivedRun,
+    caller: Caller | None = None,
+    *,
+    deep: bool = False,
+    registry: Callable[[str], str] | None = None,
+) -> AuditReport:
     """Every check of the run (see the module docstring), in a fixed order.
 
     The archived config is someone else's: its servers, key variables, paths and models
@@ -374,8 +483,13 @@ def audit(run: LoggedRun, archive: ArchivedRun, caller: Caller | None = None, *,
 
     caller = caller or Caller()
     check_caller(archive, caller)
-    checks = [_status(run), _archive(archive), *_eval_files(run, archive), _prompt(run, archive),
-              *_registry_prompt(archive, registry)]
+    checks = [
+        _status(run),
+        _archive(archive),
+        *_eval_files(run, archive),
+        _prompt(run, archive),
+        *_registry_prompt(archive, registry),
+    ]
     config_checks, _ = _config(run, archive, caller, deep)
     checks += config_checks + _scorers(run, archive) + [_predictions(run, archive)]
     notes: list[str] = []
@@ -408,7 +522,9 @@ class CaseDetail(BaseModel):
     versions: dict[str, str]
 
 
-def case_detail(run: LoggedRun, archive: ArchivedRun, case_id: str, caller: Caller | None = None) -> CaseDetail:
+def case_detail(
+    run: LoggedRun, archive: ArchivedRun, case_id: str, caller: Caller | None = None
+) -> CaseDetail:
     from ragtrack.run.trust import Caller
 
     caller = caller or Caller()
@@ -417,7 +533,9 @@ def case_detail(run: LoggedRun, archive: ArchivedRun, case_id: str, caller: Call
     ids = [c.id for c in scored.eval_set.cases]
     if case_id not in ids:
         sample = ", ".join(ids[:5])
-        raise InputError(f"run {run.run_id}", f"no case {case_id!r} ({len(ids)} cases, e.g. {sample})", field="--case")
+        raise InputError(
+            f"run {run.run_id}", f"no case {case_id!r} ({len(ids)} cases, e.g. {sample})", field="--case"
+        )
     i = ids.index(case_id)
     case, pred = scored.eval_set.cases[i], scored.generation.predictions[i]
     frame = archive.cases()
@@ -432,7 +550,10 @@ def case_detail(run: LoggedRun, archive: ArchivedRun, case_id: str, caller: Call
         "index_version": m.index_version,
         "config_sha256": m.config_sha256,
         f"generator {m.generator.name}": f"v{m.generator.version}",
-        **{f"scorer {s.name}": f"v{s.version}, code sha256 {s.code_sha256 or '(not logged)'}, params {s.params}" for s in m.scorers},
+        **{
+            f"scorer {s.name}": f"v{s.version}, code sha256 {s.code_sha256 or '(not logged)'}, params {s.params}"
+            for s in m.scorers
+        },
     }
     keep = [k for k in scored.rows[i] if "/" in k]
     return CaseDetail(

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtrack.scorers import Scorer
     from ragtrack.core.types import GateResult, GateSpec
+    from ragtrack.scorers import Scorer
 
 __all__ = ["main"]
 
@@ -37,38 +37,100 @@ def _parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     s = sub.add_parser("score", help="score predictions against an eval set, without MLflow")
-    s.add_argument("--eval-set", action="append", required=True, metavar="FILE", help="eval-set file (repeat to merge files by id)")
-    s.add_argument("--predictions", required=True, metavar="FILE", help="predictions JSONL")
-    s.add_argument("--scorer", action="append", metavar="NAME", help="scorer name (repeatable); or use --config")
     s.add_argument(
-        "--config", metavar="FILE", default=None,
+        "--eval-set",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="eval-set file (repeat to merge files by id)",
+    )
+    s.add_argument("--predictions", required=True, metavar="FILE", help="predictions JSONL")
+    s.add_argument(
+        "--scorer", action="append", metavar="NAME", help="scorer name (repeatable); or use --config"
+    )
+    s.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
         help="a run's archived config.yaml: score with its scorers (and their parameters) and its gates",
     )
-    s.add_argument("--gates", metavar="FILE", default=None, help=f"gates YAML (default: {DEFAULT_GATES.name} shipped in conf/gates)")
+    s.add_argument(
+        "--gates",
+        metavar="FILE",
+        default=None,
+        help=f"gates YAML (default: {DEFAULT_GATES.name} shipped in conf/gates)",
+    )
     from ragtrack.app.cli_runs import add_caller_options
 
-    add_caller_options(s, "with --config: a scoring change or a server, key variable, path or model of yours "
-                       "(scorers.NAME.PARAM=VALUE, gates.NAME=[...]; repeatable)")
+    add_caller_options(
+        s,
+        "with --config: a scoring change or a server, key variable, path or model of yours "
+        "(scorers.NAME.PARAM=VALUE, gates.NAME=[...]; repeatable)",
+    )
     s.add_argument("--json", action="store_true", help='print {"metrics": {...}, "cases": [...]} to stdout')
-    s.add_argument("--fail-on-gate", action="store_true", help="exit 1 when a gate fails or is skipped (a metric not computed)")
-    s.add_argument("--allow-skipped-gates", action="store_true", help="with --fail-on-gate: a skipped gate does not fail")
+    s.add_argument(
+        "--fail-on-gate",
+        action="store_true",
+        help="exit 1 when a gate fails or is skipped (a metric not computed)",
+    )
+    s.add_argument(
+        "--allow-skipped-gates", action="store_true", help="with --fail-on-gate: a skipped gate does not fail"
+    )
     b = sub.add_parser("subset", help="write a reproducible subset of an eval set, with a manifest")
     b.add_argument("--src", required=True, metavar="FILE", help="eval-set file to draw from")
     b.add_argument("--n", required=True, type=int, help="number of items")
     b.add_argument("--seed", required=True, type=int, help="random seed")
-    b.add_argument("--out", required=True, metavar="FILE", help="subset file to write (manifest beside it: <out stem>.manifest.json)")
+    b.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="subset file to write (manifest beside it: <out stem>.manifest.json)",
+    )
     sub.add_parser("scorers", help="list the registered scorers and generators with their versions")
-    i = sub.add_parser("index", help="build a configured retrieval index once, on disk (the runner also builds it on demand)")
+    i = sub.add_parser(
+        "index", help="build a configured retrieval index once, on disk (the runner also builds it on demand)"
+    )
     i.add_argument("action", choices=["build"], help="build the index (or report the one already built)")
-    i.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides, as for `ragtrack run`, e.g. index=small_chunks")
-    c = sub.add_parser("calibrate", help="compare a run's judge scores with human labels (MAE, within ±1, Spearman) and log them to it")
-    c.add_argument("--golden", required=True, metavar="CSV", help="human labels: a header row with `id` and `human_score` (1-10)")
-    c.add_argument("--run", required=True, metavar="RUN_ID", help="the MLflow run whose per-case scores are compared")
-    c.add_argument("--column", default="rubric_judge/weighted_score", help="per-case column compared (default: %(default)s)")
-    c.add_argument("--tracking-uri", default=None, help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
-    st = sub.add_parser("store", help="create or migrate a tracking store before `mlflow ui` / `mlflow server` open it")
-    st.add_argument("action", choices=["init"], help="create the store, or bring it to this MLflow's schema, safely")
-    st.add_argument("--tracking-uri", default=None, help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    i.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="Hydra overrides, as for `ragtrack run`, e.g. index=small_chunks",
+    )
+    c = sub.add_parser(
+        "calibrate",
+        help="compare a run's judge scores with human labels (MAE, within ±1, Spearman) and log them to it",
+    )
+    c.add_argument(
+        "--golden",
+        required=True,
+        metavar="CSV",
+        help="human labels: a header row with `id` and `human_score` (1-10)",
+    )
+    c.add_argument(
+        "--run", required=True, metavar="RUN_ID", help="the MLflow run whose per-case scores are compared"
+    )
+    c.add_argument(
+        "--column",
+        default="rubric_judge/weighted_score",
+        help="per-case column compared (default: %(default)s)",
+    )
+    c.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)",
+    )
+    st = sub.add_parser(
+        "store", help="create or migrate a tracking store before `mlflow ui` / `mlflow server` open it"
+    )
+    st.add_argument(
+        "action", choices=["init"], help="create the store, or bring it to this MLflow's schema, safely"
+    )
+    st.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="tracking store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)",
+    )
     from ragtrack.app.cli_runs import add_parsers
 
     add_parsers(sub)  # compare, audit, rescore
@@ -82,9 +144,9 @@ def _finite(v: Any) -> Any:
 
 def load_gates_file(path: Path) -> list[GateSpec]:
     """Gates from a YAML file of `{name: ["metric op threshold", ...]}`."""
-    from ragtrack.inputs.config import read_yaml
-    from ragtrack.core.errors import InputError
     from ragtrack.analysis.gates import parse_gates
+    from ragtrack.core.errors import InputError
+    from ragtrack.inputs.config import read_yaml
 
     raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
@@ -100,7 +162,9 @@ def _scorers_and_gates(args: argparse.Namespace) -> tuple[list[Scorer], list[Gat
     if args.config is None:
         given = [o for o in ("set", "llm_base_url", "llm_api_key_env") if getattr(args, o)]
         if given:
-            raise InputError("--" + given[0].replace("_", "-"), "applies to the scorers of --config FILE only")
+            raise InputError(
+                "--" + given[0].replace("_", "-"), "applies to the scorers of --config FILE only"
+            )
         if not args.scorer:
             raise InputError("--scorer", "no scorer given: use --scorer NAME (repeatable) or --config FILE")
         scorers = [build_scorer(name) for name in dict.fromkeys(args.scorer)]
@@ -143,7 +207,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         for k, v in sorted(metrics.items()):
             print(f"  {k:<42} {v:.6g}")
         for g in gate_results:
-            print(f"  gate {g.name}: {'skipped' if g.skipped else 'pass' if g.passed else 'FAIL'} ({g.detail})")
+            print(
+                f"  gate {g.name}: {'skipped' if g.skipped else 'pass' if g.passed else 'FAIL'} ({g.detail})"
+            )
     failing = _gates_failing(gate_results, args.allow_skipped_gates) if args.fail_on_gate else []
     for g in failing:
         verdict = "skipped (--allow-skipped-gates accepts that)" if g.skipped else "failed"
@@ -152,8 +218,8 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_subset(args: argparse.Namespace) -> int:
-    from ragtrack.inputs.eval_sets import SUBSET_ALGORITHM, make_subset
     from ragtrack.core.hashing import sha1_bytes
+    from ragtrack.inputs.eval_sets import SUBSET_ALGORITHM, make_subset
 
     data, info = make_subset(args.src, args.n, args.seed)
     out = Path(args.out)
@@ -175,19 +241,25 @@ def cmd_subset(args: argparse.Namespace) -> int:
 
 
 def cmd_index_build(overrides: list[str]) -> int:
-    from ragtrack.core.errors import InputError
     from ragtrack.app.hydra_app import compose_run_config
+    from ragtrack.core.errors import InputError
     from ragtrack.index.build import index_spec, open_index
 
     cfg = compose_run_config(overrides).index
     if not cfg.built:
-        raise InputError("config", f"index {cfg.name!r} is a recorded one (`version`/`path`): nothing to build", field="index")
+        raise InputError(
+            "config",
+            f"index {cfg.name!r} is a recorded one (`version`/`path`): nothing to build",
+            field="index",
+        )
     spec = index_spec(cfg)
     index = open_index(spec)
     m = spec.manifest
     verb = "built" if index.built else "already built"
-    print(f"index {cfg.name}: {m.version}, {m.n_chunks} chunks of {m.n_files} files, {verb} "
-          f"({spec.embedder.stats.encoded} texts embedded, {index.build_s:.2f} s)")
+    print(
+        f"index {cfg.name}: {m.version}, {m.n_chunks} chunks of {m.n_files} files, {verb} "
+        f"({spec.embedder.stats.encoded} texts embedded, {index.build_s:.2f} s)"
+    )
     print(f"  {index.path}")
     return 0
 
@@ -215,25 +287,37 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     args.run = get_run(uri, args.run).run_id  # an id, a unique id prefix or a run name
     frame = read_cases(uri, args.run)
     if args.column not in frame.columns:
-        raise InputError("--column", f"run {args.run}'s {CASES_ARTIFACT} has no column {args.column!r}; "
-                         f"score columns: {', '.join(c for c in frame.columns if '/' in c)}")
+        raise InputError(
+            "--column",
+            f"run {args.run}'s {CASES_ARTIFACT} has no column {args.column!r}; "
+            f"score columns: {', '.join(c for c in frame.columns if '/' in c)}",
+        )
     column = dict(zip(frame["id"].astype(str), frame[args.column], strict=True))
     judge: dict[str, float] = {}
     for case_id, lineno in lines.items():
         if case_id not in column:
-            raise InputError(str(golden), f"no case {case_id!r} in run {args.run}", where=f"line {lineno}", field="id")
+            raise InputError(
+                str(golden), f"no case {case_id!r} in run {args.run}", where=f"line {lineno}", field="id"
+            )
         try:
             judge[case_id] = float(column[case_id])
         except (TypeError, ValueError):
             judge[case_id] = math.nan
         if not math.isfinite(judge[case_id]):
-            raise InputError(str(golden), f"case {case_id!r} has no {args.column} score in run {args.run}", where=f"line {lineno}", field="id")
+            raise InputError(
+                str(golden),
+                f"case {case_id!r} has no {args.column} score in run {args.run}",
+                where=f"line {lineno}",
+                field="id",
+            )
     result = calibrate(human, judge)
     log_calibration(uri, args.run, result.metrics(), golden, args.column)
     print(f"calibration of run {args.run} ({args.column}) against {golden.name}: {result.n} cases")
     print(f"  mae       {result.mae:.4g}")
     print(f"  within_1  {result.within_1:.4g}  (share of cases within ±1 point; seed 001's target: 1)")
-    print(f"  spearman  {'n/a (constant scores or one case)' if math.isnan(result.spearman) else f'{result.spearman:.4g}'}")
+    print(
+        f"  spearman  {'n/a (constant scores or one case)' if math.isnan(result.spearman) else f'{result.spearman:.4g}'}"
+    )
     print(f"logged to run {args.run} as calibration/*")
     return 0
 

@@ -40,7 +40,11 @@ __all__ = ["AWS_ENV", "ComponentError", "MotoS3", "Postgres", "TrackingServer", 
 HOST = "127.0.0.1"
 PG_USER = "mlflow"  # the database role the stack creates (password authentication, 127.0.0.1 only)
 # Any values do for the S3 stand-in; a real S3/MinIO takes the team's credentials here.
-AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 BIN = Path(sys.executable).parent
 LOG_LINES = 6  # lines of a component's log quoted when it fails to start
 GUARD_INTERVAL_S = 0.5  # how often a guard looks whether its owner is alive
@@ -68,7 +72,9 @@ def free_port() -> int:
 
 def _tail(log: Path) -> str:
     try:
-        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        lines = [
+            line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
+        ]
     except OSError:
         return "(no log)"
     return " | ".join(lines[-LOG_LINES:]) or "(empty log)"
@@ -76,7 +82,9 @@ def _tail(log: Path) -> str:
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """The environment without the caller's MLflow settings (a test's MLFLOW_TRACKING_URI is not the server's)."""
-    env = {k: v for k in list(os.environ) if not k.startswith("MLFLOW_") and (v := os.environ.get(k)) is not None}
+    env = {
+        k: v for k in list(os.environ) if not k.startswith("MLFLOW_") and (v := os.environ.get(k)) is not None
+    }
     env.update(extra)
     return env
 
@@ -84,8 +92,14 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def _spawn(cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """A process in its own group (so stopping it stops its workers too), output to `log`, guarded (see `guard`)."""
     with log.open("ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     guard(proc.pid)
     return proc
 
@@ -95,13 +109,29 @@ def guard(pgid: int, *dirs: Path) -> subprocess.Popen[bytes]:
     import psutil
 
     owner = psutil.Process()
-    cmd = [sys.executable, "-m", "ragtrack.app.devserver", "--guard", str(owner.pid), repr(owner.create_time()), str(pgid),
-           *map(str, dirs)]
-    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, close_fds=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "ragtrack.app.devserver",
+        "--guard",
+        str(owner.pid),
+        repr(owner.create_time()),
+        str(pgid),
+        *map(str, dirs),
+    ]
+    return subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
 
 
-def _guard_loop(owner: int, created: float, pgid: int, dirs: list[str], interval: float = GUARD_INTERVAL_S) -> None:
+def _guard_loop(
+    owner: int, created: float, pgid: int, dirs: list[str], interval: float = GUARD_INTERVAL_S
+) -> None:
     import psutil
 
     def alive() -> bool:
@@ -205,12 +235,16 @@ class Postgres:
     def start(self) -> None:
         for tool in ("initdb", "pg_ctl"):
             if shutil.which(tool) is None:
-                raise ComponentError(self.component, f"`{tool}` not found on PATH (install PostgreSQL's server binaries)")
+                raise ComponentError(
+                    self.component, f"`{tool}` not found on PATH (install PostgreSQL's server binaries)"
+                )
         if os.geteuid() == 0:
             try:
                 owner = pwd.getpwnam("postgres")
             except KeyError:
-                raise ComponentError(self.component, "running as root and there is no `postgres` user to run initdb as") from None
+                raise ComponentError(
+                    self.component, "running as root and there is no `postgres` user to run initdb as"
+                ) from None
         self.dir = Path(tempfile.mkdtemp(prefix="ragtrack-pg-"))
         if os.geteuid() == 0:
             os.chown(self.dir, owner.pw_uid, owner.pw_gid)
@@ -222,8 +256,19 @@ class Postgres:
         if os.geteuid() == 0:
             os.chown(pwfile, owner.pw_uid, owner.pw_gid)
         try:
-            self._run("initdb", "-D", str(data), "-A", "scram-sha-256", "-U", PG_USER, f"--pwfile={pwfile}", "--no-sync",
-                      "-E", "UTF8")
+            self._run(
+                "initdb",
+                "-D",
+                str(data),
+                "-A",
+                "scram-sha-256",
+                "-U",
+                PG_USER,
+                f"--pwfile={pwfile}",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            )
         finally:
             pwfile.unlink(missing_ok=True)
         self.secrets = Path(tempfile.mkdtemp(prefix="ragtrack-pgpass-"))  # 0700, the caller's
@@ -239,7 +284,9 @@ class Postgres:
         options = f"-p {self.port} -k {self.dir} -c listen_addresses={HOST} -c fsync=off"
         self._run("pg_ctl", "-D", str(self.dir / "data"), "-o", options, "-l", str(self.log), "-w", "start")
         postmaster = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
-        guard(os.getpgid(postmaster), self.dir, *([self.secrets] if self.secrets else []))  # pg_ctl gave it its own session
+        guard(
+            os.getpgid(postmaster), self.dir, *([self.secrets] if self.secrets else [])
+        )  # pg_ctl gave it its own session
 
     def pause(self) -> None:
         """Stop the server, keeping its data: clients now get 'connection refused'."""
@@ -251,10 +298,18 @@ class Postgres:
         try:
             import psycopg
         except ImportError:
-            raise ComponentError(self.component, "the `psycopg` driver is not installed (pip install 'ragtrack[server]')") from None
+            raise ComponentError(
+                self.component, "the `psycopg` driver is not installed (pip install 'ragtrack[server]')"
+            ) from None
         try:
-            with psycopg.connect(host=HOST, port=self.port, user=PG_USER, dbname="postgres", passfile=str(self.passfile),
-                                 autocommit=True) as con:
+            with psycopg.connect(
+                host=HOST,
+                port=self.port,
+                user=PG_USER,
+                dbname="postgres",
+                passfile=str(self.passfile),
+                autocommit=True,
+            ) as con:
                 con.execute(f'CREATE DATABASE "{name}"')
         except psycopg.Error as e:
             raise ComponentError(self.component, f"CREATE DATABASE {name}: {e}") from None
@@ -301,16 +356,25 @@ class MotoS3:
         try:
             import moto.server  # noqa: F401
         except ImportError:
-            raise ComponentError(self.component, "`moto[server]` is not installed (pip install 'ragtrack[server]')") from None
+            raise ComponentError(
+                self.component, "`moto[server]` is not installed (pip install 'ragtrack[server]')"
+            ) from None
         log = self.root / "moto.log"
-        self.proc = _spawn([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)], log, _clean_env())
+        self.proc = _spawn(
+            [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)], log, _clean_env()
+        )
         _wait_http(f"{self.endpoint}/moto-api/", self.proc, self.component, log, timeout)
 
     def client(self):  # noqa: ANN201 - boto3's client type is generated at run time
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, region_name=AWS_ENV["AWS_DEFAULT_REGION"],
-                            aws_access_key_id=AWS_ENV["AWS_ACCESS_KEY_ID"], aws_secret_access_key=AWS_ENV["AWS_SECRET_ACCESS_KEY"])
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name=AWS_ENV["AWS_DEFAULT_REGION"],
+            aws_access_key_id=AWS_ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+        )
 
     def create_bucket(self, name: str) -> None:
         try:
@@ -335,9 +399,23 @@ class TrackingServer:
     created with those credentials (its user store is a SQLite file in `root`).
     """
 
-    def __init__(self, root: Path, backend_uri: str, artifacts: str, s3_endpoint: str, *,
-                 auth: tuple[str, str] | None = None, port: int | None = None, workers: int = 2) -> None:
-        self.root, self.backend_uri, self.artifacts, self.s3_endpoint = root, backend_uri, artifacts, s3_endpoint
+    def __init__(
+        self,
+        root: Path,
+        backend_uri: str,
+        artifacts: str,
+        s3_endpoint: str,
+        *,
+        auth: tuple[str, str] | None = None,
+        port: int | None = None,
+        workers: int = 2,
+    ) -> None:
+        self.root, self.backend_uri, self.artifacts, self.s3_endpoint = (
+            root,
+            backend_uri,
+            artifacts,
+            s3_endpoint,
+        )
         self.auth, self.workers = auth, workers
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -350,7 +428,9 @@ class TrackingServer:
 
     def _env(self) -> dict[str, str]:
         # No job executor: it serves MLflow's GenAI jobs (online scoring), which ragtrack does not use.
-        env = _clean_env(**AWS_ENV, MLFLOW_S3_ENDPOINT_URL=self.s3_endpoint, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
+        env = _clean_env(
+            **AWS_ENV, MLFLOW_S3_ENDPOINT_URL=self.s3_endpoint, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"
+        )
         if self.auth:
             config = self.root / f"basic_auth-{self.port}.ini"
             config.write_text(
@@ -369,8 +449,21 @@ class TrackingServer:
 
     def launch(self) -> None:
         """Start the server without waiting for it (several can start side by side); see `wait_ready`."""
-        cmd = [str(BIN / "mlflow"), "server", "--host", HOST, "--port", str(self.port), "--workers", str(self.workers),
-               "--backend-store-uri", self.backend_uri, "--artifacts-destination", self.artifacts, "--serve-artifacts"]
+        cmd = [
+            str(BIN / "mlflow"),
+            "server",
+            "--host",
+            HOST,
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+            "--backend-store-uri",
+            self.backend_uri,
+            "--artifacts-destination",
+            self.artifacts,
+            "--serve-artifacts",
+        ]
         if self.auth:
             cmd += ["--app-name", "basic-auth"]
         self.proc = _spawn(cmd, self.log, self._env())
@@ -396,15 +489,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     p = argparse.ArgumentParser(prog="python -m ragtrack.app.devserver", description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, default=5000, help="the tracking server's port (default 5000)")
-    p.add_argument("--auth", action="store_true",
-                   help="basic-auth app; admin = $MLFLOW_TRACKING_USERNAME (default admin) / $MLFLOW_TRACKING_PASSWORD")
+    p.add_argument(
+        "--auth",
+        action="store_true",
+        help="basic-auth app; admin = $MLFLOW_TRACKING_USERNAME (default admin) / $MLFLOW_TRACKING_PASSWORD",
+    )
     p.add_argument("--bucket", default="ragtrack", help="the S3 bucket for artifacts (default ragtrack)")
     args = p.parse_args(argv)
     auth = None
     if args.auth:
         password = os.environ.get("MLFLOW_TRACKING_PASSWORD")
         if not password:
-            print("error: --auth needs MLFLOW_TRACKING_PASSWORD in the environment (the admin password)", file=sys.stderr)
+            print(
+                "error: --auth needs MLFLOW_TRACKING_PASSWORD in the environment (the admin password)",
+                file=sys.stderr,
+            )
             return 2
         auth = (os.environ.get("MLFLOW_TRACKING_USERNAME") or "admin", password)
     from ragtrack.core.termination import Terminated, exit_code, handle_termination
@@ -417,14 +516,22 @@ def main(argv: list[str] | None = None) -> int:
             pg.start()
             s3.start()
             s3.create_bucket(args.bucket)
-            server = TrackingServer(root, pg.create_database("mlflow"), f"s3://{args.bucket}/artifacts", s3.endpoint,
-                                    auth=auth, port=args.port)
+            server = TrackingServer(
+                root,
+                pg.create_database("mlflow"),
+                f"s3://{args.bucket}/artifacts",
+                s3.endpoint,
+                auth=auth,
+                port=args.port,
+            )
             server.start()
             guard(server.proc.pid, root)  # a SIGKILLed `make server` leaves no folder behind either
-            print(f"PostgreSQL  {pg.uri('mlflow')}\nS3 (moto)   {s3.endpoint}  bucket {args.bucket}\n"
-                  f"MLflow      {server.url}{'  (basic-auth, admin ' + auth[0] + ')' if auth else ''}\n\n"
-                  f"export MLFLOW_TRACKING_URI={server.url}\n\nCtrl-C stops everything and deletes its data ({root}).",
-                  flush=True)
+            print(
+                f"PostgreSQL  {pg.uri('mlflow')}\nS3 (moto)   {s3.endpoint}  bucket {args.bucket}\n"
+                f"MLflow      {server.url}{'  (basic-auth, admin ' + auth[0] + ')' if auth else ''}\n\n"
+                f"export MLFLOW_TRACKING_URI={server.url}\n\nCtrl-C stops everything and deletes its data ({root}).",
+                flush=True,
+            )
             while server.proc is not None and server.proc.poll() is None:
                 time.sleep(1)
             print(f"error: mlflow server exited: {_tail(server.log)}", file=sys.stderr)

@@ -21,16 +21,16 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ragtrack.inputs.config import RunConfig
-from ragtrack.core.errors import InputError, RunNotEnded, disk_full, run_fate
-from ragtrack.core.redact import redact_overrides, redact_text
 from ragtrack.analysis.summary import JobOutcome
 from ragtrack.app.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
+from ragtrack.core.errors import InputError, RunNotEnded, disk_full, run_fate
+from ragtrack.core.redact import redact_overrides, redact_text
 from ragtrack.core.termination import Terminated, exit_if_stopped, handle_termination, watch_parent
+from ragtrack.inputs.config import RunConfig
 
 if TYPE_CHECKING:
-    from ragtrack.inputs.prompts import Prompt
     from ragtrack.core.types import RunResult
+    from ragtrack.inputs.prompts import Prompt
 
 __all__ = ["CONF_DIR", "check_overrides", "compose_run_config", "execute", "execute_job", "main", "run_cli"]
 
@@ -38,10 +38,18 @@ CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 DEBUG_ENV = "RAGTRACK_DEBUG"  # set to 1 for the full traceback of a failed run on the console
 log = logging.getLogger("ragtrack")
 # `${coalesce:a,b,…}`: the first value that is not null (conf/generator/openai.yaml: the adapter's served name, else the model id).
-OmegaConf.register_new_resolver("coalesce", lambda *values: next((v for v in values if v is not None), None), replace=True)
+OmegaConf.register_new_resolver(
+    "coalesce", lambda *values: next((v for v in values if v is not None), None), replace=True
+)
 
 
-def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> list[RunResult]:
+def execute(
+    cfg: RunConfig,
+    *,
+    base_dir: str | Path = ".",
+    parent_run_id: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> list[RunResult]:
     """Run one configured job, tracked in MLflow unless tracking is disabled.
 
     Every input is validated first: bad input raises `InputError` before any store or run exists.
@@ -50,7 +58,11 @@ def execute(cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | 
 
 
 def execute_job(
-    cfg: RunConfig, *, base_dir: str | Path = ".", parent_run_id: str | None = None, tags: dict[str, str] | None = None,
+    cfg: RunConfig,
+    *,
+    base_dir: str | Path = ".",
+    parent_run_id: str | None = None,
+    tags: dict[str, str] | None = None,
     reuse: bool = False,
 ) -> tuple[list[RunResult], JobOutcome]:
     """`execute`, plus the run that holds the job's result; with `reuse`, an earlier finished run when one matches.
@@ -71,8 +83,11 @@ def execute_job(
 
     sink = MlflowSink(cfg, uri=uri, parent_run_id=parent_run_id, tags=tags, job_key=job_key(stages))
     if reuse and not cfg.tracking.force and (found := sink.finished_run_with_key()):
-        log.info("reusing run %s: it finished with the same inputs, config and scorer versions (tracking.force=true "
-                 "scores again)", found)
+        log.info(
+            "reusing run %s: it finished with the same inputs, config and scorer versions (tracking.force=true "
+            "scores again)",
+            found,
+        )
         return [], JobOutcome(run_id=found, reused=True)
     results = run_stages(stages, sink)
     log.info("tracking uri: %s (experiment %r)", redact_text(uri), sink.experiment_name)
@@ -91,8 +106,11 @@ def registry_prompt(cfg: RunConfig, uri: str) -> Prompt | None:
 
     db = sqlite_path(uri)
     if db is not None and not db.exists():
-        raise InputError(str(db), "no such store: a registry prompt is read from the run's tracking store (tracking.uri)",
-                         field="prompt.uri")
+        raise InputError(
+            str(db),
+            "no such store: a registry prompt is read from the run's tracking store (tracking.uri)",
+            field="prompt.uri",
+        )
     return fetch_prompt(connect(uri), cfg.prompt.uri, cfg.prompt.label)
 
 
@@ -111,26 +129,46 @@ def _summary(cfg: RunConfig, results: list[RunResult]) -> None:
         for scope, parts in by_scorer.items():
             log.info("  %s: %s", scope, " ".join(parts))
         if r.gates:
-            log.info("  gates: %s", " ".join(f"{g.name}={'skip' if g.skipped else 'pass' if g.passed else 'FAIL'}" for g in r.gates))
+            log.info(
+                "  gates: %s",
+                " ".join(
+                    f"{g.name}={'skip' if g.skipped else 'pass' if g.passed else 'FAIL'}" for g in r.gates
+                ),
+            )
         g = r.generation
         for w in g.warnings:
             log.warning("  warning: %s", w)
         if m.dropped_gates:
             log.info("  gates not applicable (their scorers did not run): %s", ", ".join(m.dropped_gates))
         if g.n_missing:
-            log.warning("  warning: %d case(s) had no prediction and were scored as empty answers: %s", g.n_missing, _ids(g.missing_ids, g.n_missing))
+            log.warning(
+                "  warning: %d case(s) had no prediction and were scored as empty answers: %s",
+                g.n_missing,
+                _ids(g.missing_ids, g.n_missing),
+            )
         if g.n_unmatched:
-            log.warning("  warning: %d prediction(s) matched no case: %s", g.n_unmatched, _ids(g.unmatched_keys, g.n_unmatched))
+            log.warning(
+                "  warning: %d prediction(s) matched no case: %s",
+                g.n_unmatched,
+                _ids(g.unmatched_keys, g.n_unmatched),
+            )
     if cfg.stages.enabled and len(results) == 1:
         from ragtrack.analysis.gates import failed_conditions
 
         dev = results[0]
         spec = next(s for s in dev.manifest.gates if s.name == cfg.stages.dev_gate)
         verdict = next(g for g in dev.gates if g.name == spec.name)
-        why = "skipped: " + verdict.detail if verdict.skipped else "; ".join(failed_conditions(spec, dev.metrics))
-        log.info("full stage skipped: gate %s failed (%s); exit 0: a gate's verdict is a result, logged as gate/all "
-                 "and the tag ragtrack.gates_passed=false for CI to check (ragtrack score --fail-on-gate exits 1)",
-                 spec.name, why)
+        why = (
+            "skipped: " + verdict.detail
+            if verdict.skipped
+            else "; ".join(failed_conditions(spec, dev.metrics))
+        )
+        log.info(
+            "full stage skipped: gate %s failed (%s); exit 0: a gate's verdict is a result, logged as gate/all "
+            "and the tag ragtrack.gates_passed=false for CI to check (ragtrack score --fail-on-gate exits 1)",
+            spec.name,
+            why,
+        )
 
 
 def _ids(ids: list[str], total: int, limit: int = 10) -> str:
@@ -154,8 +192,13 @@ def main(cfg: DictConfig) -> JobOutcome:
         with handle_termination():
             try:
                 run_cfg = RunConfig.from_container(_resolved(cfg))
-                results, outcome = execute_job(run_cfg, base_dir=hc.runtime.cwd, parent_run_id=os.environ.get(PARENT_RUN_ENV),
-                                               tags=tags, reuse=in_sweep)
+                results, outcome = execute_job(
+                    run_cfg,
+                    base_dir=hc.runtime.cwd,
+                    parent_run_id=os.environ.get(PARENT_RUN_ENV),
+                    tags=tags,
+                    reuse=in_sweep,
+                )
             except Exception as e:
                 if in_sweep:
                     raise  # the sweeper reports each failed job in one line and counts it
@@ -219,7 +262,11 @@ def _report_failure(e: Exception) -> None:
 
 def _groups() -> dict[str, list[str]]:
     conf = Path(CONF_DIR)
-    return {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in conf.iterdir() if p.is_dir() and p.name != "hydra"}
+    return {
+        p.name: sorted(f.stem for f in p.glob("*.yaml"))
+        for p in conf.iterdir()
+        if p.is_dir() and p.name != "hydra"
+    }
 
 
 def check_overrides(args: list[str]) -> None:
@@ -246,14 +293,25 @@ def check_overrides(args: list[str]) -> None:
         if top not in known:
             hint = difflib.get_close_matches(top, sorted(known), n=1)
             did_you_mean = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(sorted(known))}"
-            raise InputError("overrides", f"unknown config group or key {top!r}{did_you_mean}", field=o.input_line or key)
+            raise InputError(
+                "overrides", f"unknown config group or key {top!r}{did_you_mean}", field=o.input_line or key
+            )
         if key in groups and o.value_type is not None:
-            values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+            values = (
+                list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+            )
             for v in values:
                 if v not in groups[key] and v != "null":
-                    raise InputError("overrides", f"unknown {key} {v!r}; choose from {', '.join(groups[key])}", field=key)
-    nested = [o for o in overrides if "." in o.key_or_group and o.key_or_group.split(".")[0] != "hydra"
-              and not (o.is_add() or o.is_force_add() or o.is_delete())]
+                    raise InputError(
+                        "overrides", f"unknown {key} {v!r}; choose from {', '.join(groups[key])}", field=key
+                    )
+    nested = [
+        o
+        for o in overrides
+        if "." in o.key_or_group
+        and o.key_or_group.split(".")[0] != "hydra"
+        and not (o.is_add() or o.is_force_add() or o.is_delete())
+    ]
     if nested:
         _check_nested(nested, [o for o in overrides if o.key_or_group in groups])
 
@@ -268,8 +326,10 @@ def _check_nested(nested: list[Any], selections: list[Any]) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import DictConfig
 
-    chosen = [f"{o.key_or_group}={next(iter(o.sweep_string_iterator())) if o.is_sweep_override() else o.get_value_element_as_str()}"
-              for o in selections]
+    chosen = [
+        f"{o.key_or_group}={next(iter(o.sweep_string_iterator())) if o.is_sweep_override() else o.get_value_element_as_str()}"
+        for o in selections
+    ]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=chosen)
     for o in nested:
@@ -281,9 +341,17 @@ def _check_nested(nested: list[Any], selections: list[Any]) -> None:
             keys = [str(k) for k in node.keys()]  # `in` is false for a key whose value is mandatory (???)
             if part not in keys:
                 hint = difflib.get_close_matches(part, keys, n=1)
-                advice = f"did you mean {'.'.join([*parts[:depth], hint[0]])!r}?" if hint else f"known: {', '.join(keys)}"
+                advice = (
+                    f"did you mean {'.'.join([*parts[:depth], hint[0]])!r}?"
+                    if hint
+                    else f"known: {', '.join(keys)}"
+                )
                 where = ".".join(parts[:depth]) or "the config"
-                raise InputError("overrides", f"unknown key {part!r} in {where}; {advice}", field=o.input_line or o.key_or_group)
+                raise InputError(
+                    "overrides",
+                    f"unknown key {part!r} in {where}; {advice}",
+                    field=o.input_line or o.key_or_group,
+                )
             if OmegaConf.is_missing(node, part):
                 break  # a mandatory value (???): the override gives it
             node = node[part]
@@ -314,7 +382,9 @@ def _stop_children(signum: int) -> None:
     for child in children:
         try:
             child.send_signal(signum)
-            if "resource_tracker" not in " ".join(child.cmdline()):  # pools' trackers hold no run and outlive the signal
+            if "resource_tracker" not in " ".join(
+                child.cmdline()
+            ):  # pools' trackers hold no run and outlive the signal
                 workers.append(child)
         except psutil.NoSuchProcess:
             pass

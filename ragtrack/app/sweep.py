@@ -41,9 +41,9 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
-from ragtrack.inputs.config import TrackingConfig
-from ragtrack.core.errors import InputError, RunNotEnded, disk_full
 from ragtrack.analysis.summary import JobOutcome, SweepJob, summary_lines
+from ragtrack.core.errors import InputError, RunNotEnded, disk_full
+from ragtrack.inputs.config import TrackingConfig
 
 __all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper", "raw_overrides"]
 
@@ -65,8 +65,10 @@ def oversubscribed(config: DictConfig) -> str | None:
     cores = len(os.sched_getaffinity(0))
     if not isinstance(workers, int) or workers <= cores:
         return None
-    return (f"hydra.launcher.n_jobs={workers} asks for more workers than the {cores} cores here: the jobs share them "
-            f"(each also imports MLflow and opens the store), so the sweep is no faster than with n_jobs={cores}")
+    return (
+        f"hydra.launcher.n_jobs={workers} asks for more workers than the {cores} cores here: the jobs share them "
+        f"(each also imports MLflow and opens the store), so the sweep is no faster than with n_jobs={cores}"
+    )
 
 
 def _one_line(error: BaseException) -> str:
@@ -111,14 +113,18 @@ class TrackedSweeper(Sweeper):
         sweep_overrides = " ".join(redact_overrides(raw_overrides(self.config.hydra.overrides.task)))
         try:
             parent = _Parent.start(self.config, sweep_overrides)
-        except InputError as e:  # a bad tracking setting or a store that cannot be used: Hydra would print a traceback
+        except (
+            InputError
+        ) as e:  # a bad tracking setting or a store that cannot be used: Hydra would print a traceback
             log.error("error: %s", e)
             raise SystemExit(2) from None
         os.environ[SWEEP_PID_ENV] = str(os.getpid())
         returns: list[Sequence[JobReturn]] = []
         jobs: list[SweepJob] = []
         failed = total = 0
-        shared = set.intersection(*(set(job) for batch in batches for job in batch))  # shown once, not per job
+        shared = set.intersection(
+            *(set(job) for batch in batches for job in batch)
+        )  # shown once, not per job
         try:
             for batch in batches:
                 results = self.launcher.launch(batch, initial_job_idx=total)
@@ -132,8 +138,20 @@ class TrackedSweeper(Sweeper):
                         jobs.append(SweepJob(index=total, overrides=varying, status="FAILED", error=error))
                     else:
                         outcome = r.return_value
-                        run_id, reused = (outcome.run_id, outcome.reused) if isinstance(outcome, JobOutcome) else (None, False)
-                        jobs.append(SweepJob(index=total, overrides=varying, status="FINISHED", run_id=run_id, reused=reused))
+                        run_id, reused = (
+                            (outcome.run_id, outcome.reused)
+                            if isinstance(outcome, JobOutcome)
+                            else (None, False)
+                        )
+                        jobs.append(
+                            SweepJob(
+                                index=total,
+                                overrides=varying,
+                                status="FINISHED",
+                                run_id=run_id,
+                                reused=reused,
+                            )
+                        )
                     total += 1
                 returns.append(results)
         except Exception as e:  # the launcher itself failed, e.g. a job's process died (OOM killer, segfault)
@@ -162,8 +180,13 @@ class TrackedSweeper(Sweeper):
 class _Parent:
     """The sweep's MLflow parent run (or nothing, when tracking is off)."""
 
-    def __init__(self, uri: str | None, run_id: str | None, settings: TrackingConfig | None = None,
-                 scorers: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        uri: str | None,
+        run_id: str | None,
+        settings: TrackingConfig | None = None,
+        scorers: Sequence[str] = (),
+    ) -> None:
         self.uri, self.run_id = uri, run_id
         self.settings = settings or TrackingConfig()
         self.scorers = list(scorers)
@@ -175,18 +198,24 @@ class _Parent:
             settings = TrackingConfig.model_validate(tracking)
         except ValidationError as e:
             err = e.errors()[0]
-            raise InputError("config", err["msg"], field=".".join(["tracking", *map(str, err["loc"])])) from None
+            raise InputError(
+                "config", err["msg"], field=".".join(["tracking", *map(str, err["loc"])])
+            ) from None
         if not settings.enabled:
             return cls(None, None)
         from ragtrack.tracking import resolve_tracking_uri, start_sweep_parent
 
         uri = resolve_tracking_uri(settings.uri, os.getcwd())
-        run_id = start_sweep_parent(uri, settings.experiment, f"sweep {overrides}", {"ragtrack.hydra_overrides": overrides})
+        run_id = start_sweep_parent(
+            uri, settings.experiment, f"sweep {overrides}", {"ragtrack.hydra_overrides": overrides}
+        )
         os.environ[PARENT_RUN_ENV] = run_id
         log.info("sweep parent run: %s", run_id)
         return cls(uri, run_id, settings, list(config.get("scorers") or {}))
 
-    def end(self, error: BaseException | None, *, failed_jobs: int, jobs: Sequence[SweepJob] | None = None) -> None:
+    def end(
+        self, error: BaseException | None, *, failed_jobs: int, jobs: Sequence[SweepJob] | None = None
+    ) -> None:
         """Summarise the jobs (when every job returned) and end the parent run with the sweep's status."""
         if self.uri is None or self.run_id is None:
             return
@@ -205,7 +234,9 @@ class _Parent:
             status = "KILLED" if isinstance(error, (KeyboardInterrupt, Terminated)) else "FAILED"
         end_sweep_parent(self.uri, self.run_id, status, failed_jobs=failed_jobs, error=error)
         if error is not None:
-            error.add_note(f"run {self.run_id} (the sweep) ended {status}")  # the console line says what became of it
+            error.add_note(
+                f"run {self.run_id} (the sweep) ended {status}"
+            )  # the console line says what became of it
 
     def _summarize(self, jobs: Sequence[SweepJob]) -> None:
         from ragtrack.tracking.sweep_summary import compare_link, log_sweep_summary
@@ -214,7 +245,16 @@ class _Parent:
         assert self.uri is not None and self.run_id is not None
         summary = log_sweep_summary(self.uri, self.run_id, jobs, self.settings, self.scorers)
         pct = f"{summary.confidence:.0%}"
-        log.info("sweep summary: %s, %s bootstrap interval (sweep_summary.md in run %s)", summary.metric, pct, self.run_id)
+        log.info(
+            "sweep summary: %s, %s bootstrap interval (sweep_summary.md in run %s)",
+            summary.metric,
+            pct,
+            self.run_id,
+        )
         for line in summary_lines(summary):
             log.info("  %s", line)
-        log.info("compare the jobs side by side%s: %s", served_where(self.uri), compare_link(self.uri, self.run_id, summary))
+        log.info(
+            "compare the jobs side by side%s: %s",
+            served_where(self.uri),
+            compare_link(self.uri, self.run_id, summary),
+        )

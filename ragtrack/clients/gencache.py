@@ -79,14 +79,20 @@ class GenCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise InputError(str(directory), f"cannot create the cache directory: {e.strerror or e}", field="cache_dir") from None
+            raise InputError(
+                str(directory), f"cannot create the cache directory: {e.strerror or e}", field="cache_dir"
+            ) from None
         self._entries: dict[str, CacheEntry] = {}
         self.n_skipped = 0  # lines that were not whole entries (torn writes)
         self.n_unverified = 0  # whole entries whose content does not match their checksum: not used
         self._read()
         if self.n_unverified:
-            log.warning("generation cache %s: %d answer(s) do not match their checksum (edited, or cached before "
-                        "checksums): asking for them again", self.path, self.n_unverified)
+            log.warning(
+                "generation cache %s: %d answer(s) do not match their checksum (edited, or cached before "
+                "checksums): asking for them again",
+                self.path,
+                self.n_unverified,
+            )
         self._fd: int | None = None
         self._lock = threading.Lock()  # the client's worker threads share one cache
 
@@ -126,7 +132,9 @@ class GenCache:
                 if _ends_torn(self.path):
                     os.write(self._fd, b"\n")  # a crash cut the last line short: keep it from swallowing ours
             view = memoryview(line)
-            while view:  # a regular file takes the whole line at once; loop only for a short write (disk full)
+            while (
+                view
+            ):  # a regular file takes the whole line at once; loop only for a short write (disk full)
                 view = view[os.write(self._fd, view) :]
             self._entries.setdefault(entry.key, entry)
 
@@ -149,7 +157,11 @@ _SUM_LEN = len(_SUM_PREFIX) + 64 + 2  # the prefix, 64 hex digits, `"}`
 def _verified(raw: bytes) -> bool:
     """Whether a line's last field is the sha256 of the bytes before it (see `CacheEntry.line`)."""
     raw = raw.rstrip(b"\r\n")
-    if len(raw) <= _SUM_LEN or raw[-_SUM_LEN:-_SUM_LEN + len(_SUM_PREFIX)] != _SUM_PREFIX or not raw.endswith(b'"}'):
+    if (
+        len(raw) <= _SUM_LEN
+        or raw[-_SUM_LEN : -_SUM_LEN + len(_SUM_PREFIX)] != _SUM_PREFIX
+        or not raw.endswith(b'"}')
+    ):
         return False
     return sha256_bytes(raw[:-_SUM_LEN] + b"}").encode() == raw[-66:-2]
 

@@ -39,8 +39,8 @@ import json
 import logging
 import math
 import os
-import random
 import queue
+import random
 import sys
 import threading
 import time
@@ -71,7 +71,9 @@ class LLMSettings(Params):
 
     base_url: str = reaching("host", pattern=r"^https?://\S+$")  # e.g. http://127.0.0.1:8000/v1
     model: str = Field(min_length=1)
-    api_key_env: str | None = reaching("env", "OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # None: no key
+    api_key_env: str | None = reaching(
+        "env", "OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
+    )  # None: no key
     temperature: float = Field(0.0, ge=0)
     max_tokens: int | None = Field(None, ge=1)
     seed: int | None = None
@@ -80,7 +82,9 @@ class LLMSettings(Params):
     deadline_s: float = Field(300.0, gt=0)
     max_retries: int = Field(4, ge=0)
     backoff_s: float = Field(0.5, ge=0)
-    cache_dir: str | None = reaching("cache", None)  # the generation cache's folder; None: $RAGTRACK_CACHE_DIR/generations
+    cache_dir: str | None = reaching(
+        "cache", None
+    )  # the generation cache's folder; None: $RAGTRACK_CACHE_DIR/generations
 
     def decoding(self) -> dict[str, Any]:
         """The decoding parameters sent with (and hashed into the cache key of) every request."""
@@ -132,18 +136,38 @@ class BatchStats(BaseModel):
 
     def merge(self, other: BatchStats) -> None:
         """Add another batch's counts and latencies (a caller that asks in several rounds)."""
-        for k in ("requests", "retries", "cache_hits", "cache_misses", "prompt_tokens", "completion_tokens", "total_tokens"):
+        for k in (
+            "requests",
+            "retries",
+            "cache_hits",
+            "cache_misses",
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+        ):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.latencies_ms.extend(other.latencies_ms)
 
     def metrics(self, prefix: str) -> dict[str, float]:
         """`<prefix>/cache_hits`, `/cache_misses`, `/requests`, `/retries`, token sums, latency mean and p95."""
-        out = {f"{prefix}/{k}": float(getattr(self, k)) for k in (
-            "cache_hits", "cache_misses", "requests", "retries", "prompt_tokens", "completion_tokens", "total_tokens")}
+        out = {
+            f"{prefix}/{k}": float(getattr(self, k))
+            for k in (
+                "cache_hits",
+                "cache_misses",
+                "requests",
+                "retries",
+                "prompt_tokens",
+                "completion_tokens",
+                "total_tokens",
+            )
+        }
         if self.latencies_ms:
             ordered = sorted(self.latencies_ms)
             out[f"{prefix}/latency_ms_mean"] = math.fsum(ordered) / len(ordered)
-            out[f"{prefix}/latency_ms_p95"] = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+            out[f"{prefix}/latency_ms_p95"] = ordered[
+                min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)
+            ]
         return out
 
 
@@ -224,7 +248,11 @@ class LLMClient:
         return base * (0.5 + 0.5 * self._rng.random())
 
     def complete_all(
-        self, conversations: Sequence[Sequence[Message]], *, cache: GenCache | None = None, desc: str = "llm",
+        self,
+        conversations: Sequence[Sequence[Message]],
+        *,
+        cache: GenCache | None = None,
+        desc: str = "llm",
         max_errors: int = 0,
     ) -> tuple[list[ChatResult | LLMError], BatchStats]:
         """Answer every conversation (cache first), at most `concurrency` requests at a time, in input order.
@@ -247,13 +275,21 @@ class LLMClient:
             if hit is None:
                 todo.append(i)
             else:
-                results[i] = ChatResult(text=hit.text, usage=hit.usage, latency_ms=hit.latency_ms,
-                                        finish_reason=hit.finish_reason, cached=True, attempts=0)
+                results[i] = ChatResult(
+                    text=hit.text,
+                    usage=hit.usage,
+                    latency_ms=hit.latency_ms,
+                    finish_reason=hit.finish_reason,
+                    cached=True,
+                    attempts=0,
+                )
         stats.cache_hits, stats.cache_misses = len(conversations) - len(todo), len(todo)
         lock = threading.Lock()
         stop = threading.Event()  # set when the batch ends early: workers take no new case and stop retrying
         done: queue.Queue[BaseException | None] = queue.Queue()
-        limits = httpx2.Limits(max_connections=self.s.concurrency, max_keepalive_connections=self.s.concurrency)
+        limits = httpx2.Limits(
+            max_connections=self.s.concurrency, max_keepalive_connections=self.s.concurrency
+        )
         # No TLS context for a plain-http endpoint (loading the CA store costs ~0.1 s).
         http = httpx2.Client(limits=limits, verify=self.endpoint.startswith("https://"))
 
@@ -266,11 +302,21 @@ class LLMClient:
                 try:
                     result = self._call(http, conversations[i], stats, lock, stop)
                     if cache is not None:
-                        cache.put(CacheEntry(key=keys[i], model=self.s.model, text=result.text, usage=result.usage,
-                                             latency_ms=result.latency_ms, finish_reason=result.finish_reason))
+                        cache.put(
+                            CacheEntry(
+                                key=keys[i],
+                                model=self.s.model,
+                                text=result.text,
+                                usage=result.usage,
+                                latency_ms=result.latency_ms,
+                                finish_reason=result.finish_reason,
+                            )
+                        )
                 except LLMError as e:
                     with lock:
-                        kept = not isinstance(e, LLMAuthError) and not stop.is_set() and errors[0] < max_errors
+                        kept = (
+                            not isinstance(e, LLMAuthError) and not stop.is_set() and errors[0] < max_errors
+                        )
                         errors[0] += kept
                     if kept:
                         results[i] = e
@@ -288,8 +334,15 @@ class LLMClient:
                     stats.add(result)
                 done.put(None)
 
-        with tqdm(total=len(conversations), initial=stats.cache_hits, desc=desc, unit="req", file=sys.stderr,
-                  disable=None, dynamic_ncols=True) as bar:
+        with tqdm(
+            total=len(conversations),
+            initial=stats.cache_hits,
+            desc=desc,
+            unit="req",
+            file=sys.stderr,
+            disable=None,
+            dynamic_ncols=True,
+        ) as bar:
             n_todo = len(todo)
             for _ in range(min(self.s.concurrency, n_todo)):
                 threading.Thread(target=worker, name="ragtrack-llm", daemon=True).start()
@@ -304,8 +357,14 @@ class LLMClient:
                 http.close()  # a worker still in a request (the batch failed) ends with an error nobody waits for
         return [r for r in results if r is not None], stats
 
-    def _call(self, http: httpx2.Client, messages: Sequence[Message], stats: BatchStats,
-              lock: threading.Lock, stop: threading.Event) -> ChatResult:
+    def _call(
+        self,
+        http: httpx2.Client,
+        messages: Sequence[Message],
+        stats: BatchStats,
+        lock: threading.Lock,
+        stop: threading.Event,
+    ) -> ChatResult:
         deadline = time.monotonic() + self.s.deadline_s
         body = self.body(messages)
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
@@ -322,7 +381,9 @@ class LLMClient:
             except httpx2.TimeoutException:
                 failure = _Retryable(f"no reply within {budget:.3g} s")
             except httpx2.TransportError as e:
-                failure = _Retryable(f"{'cannot connect' if isinstance(e, httpx2.ConnectError) else type(e).__name__}: {e}")
+                failure = _Retryable(
+                    f"{'cannot connect' if isinstance(e, httpx2.ConnectError) else type(e).__name__}: {e}"
+                )
             except _Retryable as e:
                 failure = e
             if attempt > self.s.max_retries:
@@ -330,16 +391,22 @@ class LLMClient:
                 raise self.error(f"{failure} (gave up after {tries}; max_retries={self.s.max_retries})")
             wait = failure.retry_after if failure.retry_after is not None else self.backoff(attempt)
             if time.monotonic() + wait >= deadline:
-                raise self.error(f"{failure} (attempt {attempt}; waiting {wait:.3g} s more would pass the deadline of {self.s.deadline_s:g} s)")
+                raise self.error(
+                    f"{failure} (attempt {attempt}; waiting {wait:.3g} s more would pass the deadline of {self.s.deadline_s:g} s)"
+                )
             with lock:
                 stats.retries += 1
             if stop.wait(wait):
                 raise self.error("stopped: another call of the batch failed")
 
-    def _post(self, http: httpx2.Client, body: dict[str, Any], headers: dict[str, str], budget: float) -> tuple[int, str | None, bytes]:
+    def _post(
+        self, http: httpx2.Client, body: dict[str, Any], headers: dict[str, str], budget: float
+    ) -> tuple[int, str | None, bytes]:
         """One attempt: status, Retry-After and body, ended after `budget` seconds however slowly the reply trickles in."""
         end = time.monotonic() + budget
-        with http.stream("POST", self.endpoint, json=body, headers=headers, timeout=httpx2.Timeout(budget)) as response:
+        with http.stream(
+            "POST", self.endpoint, json=body, headers=headers, timeout=httpx2.Timeout(budget)
+        ) as response:
             chunks = []
             for chunk in response.iter_bytes():
                 chunks.append(chunk)
@@ -347,10 +414,18 @@ class LLMClient:
                     raise httpx2.ReadTimeout("reply too slow", request=response.request)
             return response.status_code, response.headers.get("retry-after"), b"".join(chunks)
 
-    def _parse(self, status: int, retry_after: str | None, content: bytes, latency_ms: float, attempt: int) -> ChatResult:
+    def _parse(
+        self, status: int, retry_after: str | None, content: bytes, latency_ms: float, attempt: int
+    ) -> ChatResult:
         if status in (401, 403):
             env = self.s.api_key_env
-            hint = f"${env} is set but rejected" if self._key else f"${env} is not set" if env else "no api_key_env: no key was sent"
+            hint = (
+                f"${env} is set but rejected"
+                if self._key
+                else f"${env} is not set"
+                if env
+                else "no api_key_env: no key was sent"
+            )
             raise self.error(f"HTTP {status}: authentication failed ({hint}): {_excerpt(content)}", auth=True)
         if status in RETRY_STATUS or status >= 500:
             raise _Retryable(f"HTTP {status}: {_excerpt(content)}", retry_after_s(retry_after))
@@ -369,7 +444,16 @@ class LLMClient:
         if not isinstance(message, dict) or not isinstance(message.get("content", ""), (str, type(None))):
             raise self.error(f"choices[0] has no message with text content: {_excerpt(content)}")
         raw_usage = obj.get("usage")
-        usage = {k: v for k, v in raw_usage.items() if isinstance(v, int) and not isinstance(v, bool)} if isinstance(raw_usage, dict) else {}
+        usage = (
+            {k: v for k, v in raw_usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+            if isinstance(raw_usage, dict)
+            else {}
+        )
         reason = first.get("finish_reason")
-        return ChatResult(text=message.get("content") or "", usage=usage, latency_ms=latency_ms,
-                          finish_reason=reason if isinstance(reason, str) else None, attempts=attempt)
+        return ChatResult(
+            text=message.get("content") or "",
+            usage=usage,
+            latency_ms=latency_ms,
+            finish_reason=reason if isinstance(reason, str) else None,
+            attempts=attempt,
+        )

@@ -44,7 +44,11 @@ class InputError(ValueError):
 
 def not_found(path: str | Path) -> str:
     """`file not found`, and for a relative path the folder it resolves against (ragtrack was started elsewhere?)."""
-    return "file not found" if Path(path).is_absolute() else f"file not found (relative paths resolve against {Path.cwd()})"
+    return (
+        "file not found"
+        if Path(path).is_absolute()
+        else f"file not found (relative paths resolve against {Path.cwd()})"
+    )
 
 
 class RunNotEnded(RuntimeError):
@@ -52,7 +56,9 @@ class RunNotEnded(RuntimeError):
     until a later ragtrack command on that store, from this host, ends it KILLED (`tracking.reaper`)."""
 
 
-def _rebuild(cls: type[InputError], file: str, problem: str, where: str | None, field: str | None) -> InputError:
+def _rebuild(
+    cls: type[InputError], file: str, problem: str, where: str | None, field: str | None
+) -> InputError:
     return cls(file, problem, where=where, field=field)
 
 
@@ -65,8 +71,10 @@ class DiskFull(RuntimeError):
         self.free = _free(self.path) if free is None else free  # at the moment of the failure
         free = "unknown space" if self.free is None else human_bytes(self.free)
         need = f"needs about {human_bytes(needed)}" if needed else "needs more"
-        super().__init__(f"disk full writing {self.path}: {free} free there, this step {need}; free some space and "
-                         "run again")
+        super().__init__(
+            f"disk full writing {self.path}: {free} free there, this step {need}; free some space and "
+            "run again"
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (DiskFull, (self.path, self.needed, self.free), self.__dict__)
@@ -90,7 +98,11 @@ def disk_full(e: BaseException, path: str | Path, needed: int | None) -> DiskFul
             return DiskFull(err.filename2 or err.filename or path, needed)
         if any(t in str(err) for t in _FULL_TEXT):
             return DiskFull(path, needed)
-        todo += [err.__cause__, err.__context__, getattr(err, "orig", None)]  # `orig`: SQLAlchemy's driver error
+        todo += [
+            err.__cause__,
+            err.__context__,
+            getattr(err, "orig", None),
+        ]  # `orig`: SQLAlchemy's driver error
     return None
 
 

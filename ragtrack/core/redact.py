@@ -83,7 +83,11 @@ def _looks_random(token: str) -> bool:
 def _env_secrets() -> list[str]:
     # Keys first, then each value: iterating os.environ.items() raises KeyError when another
     # thread removes a variable meanwhile, as MLflow's telemetry thread does.
-    values = {v for k in list(os.environ) if is_secret_key(k) and len(v := os.environ.get(k) or "") >= _MIN_ENV_SECRET}
+    values = {
+        v
+        for k in list(os.environ)
+        if is_secret_key(k) and len(v := os.environ.get(k) or "") >= _MIN_ENV_SECRET
+    }
     return sorted(values, key=len, reverse=True)  # longest first: a value containing another is masked whole
 
 
@@ -97,7 +101,12 @@ def redact_text(text: str) -> str:
         text = shape.sub(MASK, text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
     for pair in _PAIRS:
-        text = pair.sub(lambda m: m.group(0)[: m.start(4) - m.start(0)] + MASK if is_secret_key(m.group(1)) else m.group(0), text)
+        text = pair.sub(
+            lambda m: (
+                m.group(0)[: m.start(4) - m.start(0)] + MASK if is_secret_key(m.group(1)) else m.group(0)
+            ),
+            text,
+        )
     return _TOKEN_RUN.sub(lambda m: _mask_run(m.group(0)), text)
 
 

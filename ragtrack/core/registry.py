@@ -25,8 +25,16 @@ from ragtrack.core.hashing import sha256_bytes
 from ragtrack.core.types import ComponentInfo
 
 __all__ = [
-    "Component", "Params", "Reach", "Registry", "bytes_code_sha256", "code_modules", "code_sha256", "module_sha256",
-    "reaching", "source_sha256",
+    "Component",
+    "Params",
+    "Reach",
+    "Registry",
+    "bytes_code_sha256",
+    "code_modules",
+    "code_sha256",
+    "module_sha256",
+    "reaching",
+    "source_sha256",
 ]
 
 # What a parameter makes the process touch outside itself (see `ragtrack.run.trust`):
@@ -74,8 +82,14 @@ def source_sha256(path: Path) -> str:
     tree = ast.parse(path.read_bytes(), str(path))
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body and (
-            isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and (
+                isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            )
         ):
             node.body = body[1:] or [ast.Pass()]
     return sha256_bytes(ast.dump(tree).encode("utf-8"))
@@ -157,7 +171,12 @@ class Component(ABC):
     @property
     def info(self) -> ComponentInfo:
         """Name, version and every parameter (defaults included), as logged."""
-        return ComponentInfo(name=self.name, version=self.version, params=self.p.model_dump(), code_sha256=code_sha256(type(self)))
+        return ComponentInfo(
+            name=self.name,
+            version=self.version,
+            params=self.p.model_dump(),
+            code_sha256=code_sha256(type(self)),
+        )
 
 
 C = TypeVar("C", bound=Component)
@@ -186,7 +205,11 @@ class Registry(Generic[C]):
         if name not in self._classes and name in self._builtins:
             importlib.import_module(self._builtins[name])  # runs its registering decorator
         if name not in self._classes:
-            raise InputError(self.kind, f"unknown {self.kind.rstrip('s')} {name!r}; known: {', '.join(self.names())}", field=name)
+            raise InputError(
+                self.kind,
+                f"unknown {self.kind.rstrip('s')} {name!r}; known: {', '.join(self.names())}",
+                field=name,
+            )
         return self._classes[name]
 
     def build(self, name: str, params: dict[str, Any] | None = None) -> C:

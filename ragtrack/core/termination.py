@@ -144,4 +144,6 @@ def exit_if_stopped(error: BaseException | None) -> None:
     """
     if isinstance(error, (Terminated, KeyboardInterrupt)) or _orphaned.is_set():
         logging.shutdown()
-        os._exit(exit_code(error) if isinstance(error, (Terminated, KeyboardInterrupt)) else 128 + signal.SIGTERM)
+        os._exit(
+            exit_code(error) if isinstance(error, (Terminated, KeyboardInterrupt)) else 128 + signal.SIGTERM
+        )

@@ -106,7 +106,9 @@ class EvalFile(_Frozen):
     sha1: str
     n_items: int
     artifact_path: str | None = None  # where the run archived these bytes, relative to its artifact root
-    data: bytes | None = Field(default=None, exclude=True, repr=False)  # a derived file's bytes (dev subset), not on disk
+    data: bytes | None = Field(
+        default=None, exclude=True, repr=False
+    )  # a derived file's bytes (dev subset), not on disk
 
     @property
     def version(self) -> str:
@@ -179,7 +181,9 @@ class Generation(_Frozen):
     provenance: dict[str, str] = Field(default_factory=dict)  # e.g. the replayed file's sha1
     source_path: str | None = None  # the recorded-answers file these predictions were read from (replay)
     warnings: list[str] = Field(default_factory=list)
-    metrics: dict[str, float] = Field(default_factory=dict)  # the generator's own run metrics (`generator/cache_hits`, ...)
+    metrics: dict[str, float] = Field(
+        default_factory=dict
+    )  # the generator's own run metrics (`generator/cache_hits`, ...)
 
     @property
     def unmatched_keys_omitted(self) -> int:
@@ -196,8 +200,12 @@ class ComponentInfo(_Frozen):
     name: str
     version: str
     params: dict[str, ScoreValue | list[ScoreValue] | dict[str, float]]
-    code_sha256: str | None = None  # sha256 of the component's module source; None in runs logged before it was recorded
-    provenance: dict[str, str] = Field(default_factory=dict)  # known only once it ran, e.g. the embedding model's weights sha256
+    code_sha256: str | None = (
+        None  # sha256 of the component's module source; None in runs logged before it was recorded
+    )
+    provenance: dict[str, str] = Field(
+        default_factory=dict
+    )  # known only once it ran, e.g. the embedding model's weights sha256
 
 
 class CaseScore(_Frozen):
@@ -290,7 +298,9 @@ class RunManifest(_Frozen):
     prompt_version: str
     prompt_sha256: str
     prompt_path: str
-    prompt_uri: str | None = None  # the Prompt Registry version the prompt was fetched from (`prompts:/name/3`)
+    prompt_uri: str | None = (
+        None  # the Prompt Registry version the prompt was fetched from (`prompts:/name/3`)
+    )
     eval_set_name: str
     eval_set_version: str
     eval_files: list[EvalFile]
@@ -300,21 +310,27 @@ class RunManifest(_Frozen):
     generator_provenance: dict[str, str]
     scorers: list[ComponentInfo]
     gates: list[GateSpec]
-    dropped_gates: list[str]  # configured gates not applicable: they read only metrics of scorers that did not run
+    dropped_gates: list[
+        str
+    ]  # configured gates not applicable: they read only metrics of scorers that did not run
     config_sha256: str
     git_commit: str
     git_dirty: bool
     n_missing: int
     n_unmatched: int
     duplicates_dropped: int
-    n_outside_subset: int  # dev stage: predictions for cases of the full set outside the subset (not scored, not unmatched)
+    n_outside_subset: (
+        int  # dev stage: predictions for cases of the full set outside the subset (not scored, not unmatched)
+    )
     missing_ids: list[str]  # cases without a prediction (scored as empty answers)
     unmatched_keys: list[str]  # predictions matching no case: their id, or q=<question>
     tracking: TrackingRecord | None = None
     prompt_artifact_path: str | None = None
     predictions_artifact_path: str | None = None
     predictions_sha1: str | None = None
-    archived_sizes: dict[str, int] = Field(default_factory=dict)  # a compressed archived input (`….gz`): its size
+    archived_sizes: dict[str, int] = Field(
+        default_factory=dict
+    )  # a compressed archived input (`….gz`): its size
 
 
 class RunResult(_Frozen):

@@ -3,6 +3,12 @@
 May import: `ragtrack.core`, `nlp`, `clients`, `inputs`, `index`.
 """
 
-from ragtrack.generators.base import Generator, GeneratorParams, build_generator, generator_names, register_generator
+from ragtrack.generators.base import (
+    Generator,
+    GeneratorParams,
+    build_generator,
+    generator_names,
+    register_generator,
+)
 
 __all__ = ["Generator", "GeneratorParams", "build_generator", "generator_names", "register_generator"]

@@ -16,7 +16,15 @@ from ragtrack.core.types import EvalCase, Generation
 if TYPE_CHECKING:
     from ragtrack.index.build import IndexSpec
 
-__all__ = ["GENERATORS", "Generator", "GeneratorParams", "build_generator", "get_generator_class", "generator_names", "register_generator"]
+__all__ = [
+    "GENERATORS",
+    "Generator",
+    "GeneratorParams",
+    "build_generator",
+    "get_generator_class",
+    "generator_names",
+    "register_generator",
+]
 
 
 GeneratorParams = Params  # every generator's parameter model derives from this
@@ -26,11 +34,17 @@ class Generator(Component):
     """Base class: subclasses set `name`, `version`, `Params` and implement `generate`."""
 
     kind: ClassVar[str] = "generator"
-    uses_index: ClassVar[bool] = False  # retrieves from the configured index: the runner sets `index` before `prepare`
-    index_optional: ClassVar[bool] = False  # with uses_index: a recorded (not built) index is no error, `index` stays None
+    uses_index: ClassVar[bool] = (
+        False  # retrieves from the configured index: the runner sets `index` before `prepare`
+    )
+    index_optional: ClassVar[bool] = (
+        False  # with uses_index: a recorded (not built) index is no error, `index` stays None
+    )
     index: IndexSpec | None = None
 
-    def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation | None:
+    def prepare(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation | None:
         """Check this generator's own inputs before any run is created (bad input fails early).
 
         A generator whose answers are already recorded (replay) returns them here; one that
@@ -39,7 +53,9 @@ class Generator(Component):
         return None
 
     @abstractmethod
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+    def generate(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation:
         """One prediction per case of `cases` whose id is in `keep` (all when None), in case order.
 
         `cases` is the whole eval set even when a dev stage scores a subset (`keep`), so that
@@ -47,10 +63,15 @@ class Generator(Component):
         """
 
 
-GENERATORS: Registry[Generator] = Registry("generator", {
-    "callable": "ragtrack.generators.callable_fn", "extractive": "ragtrack.generators.extractive",
-    "openai": "ragtrack.generators.openai_chat", "replay": "ragtrack.generators.replay",
-})
+GENERATORS: Registry[Generator] = Registry(
+    "generator",
+    {
+        "callable": "ragtrack.generators.callable_fn",
+        "extractive": "ragtrack.generators.extractive",
+        "openai": "ragtrack.generators.openai_chat",
+        "replay": "ragtrack.generators.replay",
+    },
+)
 register_generator = GENERATORS.register
 generator_names = GENERATORS.names
 get_generator_class = GENERATORS.get

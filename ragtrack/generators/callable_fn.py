@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import EvalCase, Generation, Prediction
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
 from ragtrack.inputs.predictions import parse_prediction
 from ragtrack.inputs.prompts import render_prompt
-from ragtrack.core.types import EvalCase, Generation, Prediction
 
 __all__ = ["CallableGenerator", "resolve_target"]
 
@@ -50,10 +50,14 @@ class CallableGenerator(Generator):
     version = "1"
     Params = CallableParams
 
-    def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> None:
+    def prepare(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> None:
         resolve_target(self.p.target)  # an unimportable target is bad input, found before the run starts
 
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+    def generate(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation:
         fn = resolve_target(self.p.target)
         preds = [self._one(fn, case, prompt_template) for case in cases if keep is None or case.id in keep]
         return Generation(predictions=preds)

@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import Field
 
+from ragtrack.core.types import EvalCase, Generation, Prediction
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
 from ragtrack.index.chunker import Span, sentence_spans
 from ragtrack.nlp.text import terms
-from ragtrack.core.types import EvalCase, Generation, Prediction
 
 if TYPE_CHECKING:
-    from ragtrack.index.retriever import Hit, Retriever
     from ragtrack.index.build import CorpusFile
+    from ragtrack.index.retriever import Hit, Retriever
 
 __all__ = ["ExtractiveGenerator"]
 
@@ -85,7 +85,9 @@ class ExtractiveGenerator(Generator):
     Params = ExtractiveParams
     uses_index = True
 
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+    def generate(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation:
         from ragtrack.index.build import open_index
         from ragtrack.index.retriever import Retriever
 
@@ -94,9 +96,13 @@ class ExtractiveGenerator(Generator):
         retriever = Retriever(open_index(self.index))
         hits = retriever.search([c.question for c in todo], self.p.top_k, self.p.retrieval)
         files = {f.path: _File(f) for f in self.index.files}
-        return Generation(predictions=[self._answer(c, hs, retriever, files) for c, hs in zip(todo, hits, strict=True)])
+        return Generation(
+            predictions=[self._answer(c, hs, retriever, files) for c, hs in zip(todo, hits, strict=True)]
+        )
 
-    def _answer(self, case: EvalCase, hits: list[Hit], retriever: Retriever, files: dict[str, _File]) -> Prediction:
+    def _answer(
+        self, case: EvalCase, hits: list[Hit], retriever: Retriever, files: dict[str, _File]
+    ) -> Prediction:
         contexts = [h.context() for h in hits]
         quotes = self._quotes(case.question, hits, retriever, files)
         if not quotes:
@@ -108,7 +114,9 @@ class ExtractiveGenerator(Generator):
         answer = _json_answer(quotes, files) if fmt == "json" else _text_answer(quotes, cites)
         return Prediction(case_id=case.id, answer=answer, contexts=contexts, citations=cites)
 
-    def _quotes(self, question: str, hits: list[Hit], retriever: Retriever, files: dict[str, _File]) -> list[_Quote]:
+    def _quotes(
+        self, question: str, hits: list[Hit], retriever: Retriever, files: dict[str, _File]
+    ) -> list[_Quote]:
         wanted = set(terms(question))
         idf = retriever.bm25.idf
         ranked: dict[tuple[str, int], tuple[float, int, int, int]] = {}
@@ -116,7 +124,9 @@ class ExtractiveGenerator(Generator):
             text = files[h.chunk.source_path].text
             for s, e in sentence_spans(text, h.chunk.start, h.chunk.end):
                 shared = sorted(wanted & set(terms(text[s:e])))
-                ranked.setdefault((h.chunk.source_path, s), (-math.fsum(idf.get(t, 0.0) for t in shared), h.rank, s, e))
+                ranked.setdefault(
+                    (h.chunk.source_path, s), (-math.fsum(idf.get(t, 0.0) for t in shared), h.rank, s, e)
+                )
         best = sorted(ranked.items(), key=lambda kv: kv[1])[: self.p.max_sentences]
         return [
             _Quote(path, s, e, files[path].text[s:e], files[path].paragraph_of(s))

@@ -27,12 +27,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from ragtrack.core.errors import InputError
 from ragtrack.clients.gencache import open_cache
-from ragtrack.generators.base import Generator, register_generator
 from ragtrack.clients.llm import LLMClient, LLMSettings, Message
-from ragtrack.inputs.prompts import render_prompt
+from ragtrack.core.errors import InputError
 from ragtrack.core.types import ContextChunk, EvalCase, Generation, Prediction
+from ragtrack.generators.base import Generator, register_generator
+from ragtrack.inputs.prompts import render_prompt
 
 __all__ = ["OpenAIChatGenerator"]
 
@@ -51,10 +51,16 @@ class OpenAIChatGenerator(Generator):
     uses_index = True
     index_optional = True
 
-    def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation | None:
+    def prepare(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation | None:
         if self.index is not None and not re.search(r"\{\{\s*context\s*\}\}", prompt_template):
-            raise InputError("config", "the prompt template has no {{context}} placeholder, so the chunks retrieved from "
-                             f"index {self.index.config.name!r} would never reach the model", field="prompt.path")
+            raise InputError(
+                "config",
+                "the prompt template has no {{context}} placeholder, so the chunks retrieved from "
+                f"index {self.index.config.name!r} would never reach the model",
+                field="prompt.path",
+            )
         return None
 
     def retrieve(self, cases: Sequence[EvalCase]) -> list[list[ContextChunk]]:
@@ -64,20 +70,31 @@ class OpenAIChatGenerator(Generator):
         from ragtrack.index.build import open_index
         from ragtrack.index.retriever import Retriever
 
-        hits = Retriever(open_index(self.index)).search([c.question for c in cases], self.p.top_k, self.p.retrieval)
+        hits = Retriever(open_index(self.index)).search(
+            [c.question for c in cases], self.p.top_k, self.p.retrieval
+        )
         return [[h.context() for h in hs] for hs in hits]
 
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+    def generate(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation:
         chosen = [c for c in cases if keep is None or c.id in keep]
         contexts = self.retrieve(chosen)
-        conversations = [[Message(role="user", content=render_prompt(prompt_template, c, ctx))] for c, ctx in zip(chosen, contexts, strict=True)]
+        conversations = [
+            [Message(role="user", content=render_prompt(prompt_template, c, ctx))]
+            for c, ctx in zip(chosen, contexts, strict=True)
+        ]
         cache = open_cache(self.p.cache_dir)
         try:
-            results, stats = LLMClient(self.p).complete_all(conversations, cache=cache, desc=f"generate {self.p.model}")
+            results, stats = LLMClient(self.p).complete_all(
+                conversations, cache=cache, desc=f"generate {self.p.model}"
+            )
         finally:
             cache.close()
         predictions = [
-            Prediction(case_id=c.id, answer=r.text, contexts=ctx, latency_ms=r.latency_ms, usage=r.usage or None)
+            Prediction(
+                case_id=c.id, answer=r.text, contexts=ctx, latency_ms=r.latency_ms, usage=r.usage or None
+            )
             for c, ctx, r in zip(chosen, contexts, results, strict=True)
         ]
         warnings = []

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragtrack.core.types import EvalCase, Generation
 from ragtrack.generators.base import Generator, GeneratorParams, register_generator
 from ragtrack.inputs.predictions import match_prediction_file
-from ragtrack.core.types import EvalCase, Generation
 
 __all__ = ["ReplayGenerator"]
 
@@ -21,7 +21,9 @@ class ReplayGenerator(Generator):
     version = "1"
     Params = ReplayParams
 
-    def prepare(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+    def prepare(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation:
         """The recorded answers are the input: read and validated before the run starts.
 
         Streamed against `cases` (the whole eval set): a dev stage's predictions for cases
@@ -31,5 +33,7 @@ class ReplayGenerator(Generator):
         generation = match_prediction_file(self.p.path, cases, keep=keep)
         return generation.model_copy(update={"source_path": self.p.path})
 
-    def generate(self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None) -> Generation:
+    def generate(
+        self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None
+    ) -> Generation:
         return self.prepare(cases, prompt_template, keep=keep)

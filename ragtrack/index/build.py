@@ -40,11 +40,11 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack.clients import embeddings
 from ragtrack.core.cachedir import cache_root
-from ragtrack.inputs.config import IndexConfig
 from ragtrack.core.errors import InputError
 from ragtrack.core.hashing import sha256_bytes, sha256_file, sha256_json
-from ragtrack.index.chunker import Span, chunk_spans, paragraph_spans, title
 from ragtrack.core.types import IndexManifest
+from ragtrack.index.chunker import Span, chunk_spans, paragraph_spans, title
+from ragtrack.inputs.config import IndexConfig
 
 __all__ = [
     "INDEX_FORMAT",
@@ -61,10 +61,16 @@ __all__ = [
 log = logging.getLogger("ragtrack")
 CHECKSUMS = "checksums.json"  # sha256 of each file of a built index, written last
 _CHECKED = ("vectors.npy", "chunks.jsonl", "manifest.json")
-DEEP_TOLERANCE = 1e-5  # |Δ| per component between cached and fresh vectors: batch effects on CPU are below 1e-7
+DEEP_TOLERANCE = (
+    1e-5  # |Δ| per component between cached and fresh vectors: batch effects on CPU are below 1e-7
+)
 
-INDEX_FORMAT = "ragtrack-index/1"  # bump when chunking or storage changes what an index of the same inputs holds
-LOCK_TIMEOUT_S = 3600.0  # embedding a large corpus takes a while; this only stops a hung builder blocking forever
+INDEX_FORMAT = (
+    "ragtrack-index/1"  # bump when chunking or storage changes what an index of the same inputs holds
+)
+LOCK_TIMEOUT_S = (
+    3600.0  # embedding a large corpus takes a while; this only stops a hung builder blocking forever
+)
 
 
 class Chunk(BaseModel):
@@ -105,11 +111,20 @@ def read_corpus(cfg: IndexConfig) -> list[CorpusFile]:
         problem = "not a folder" if folder.exists() else "corpus folder does not exist"
         raise InputError(str(folder), problem, field="index.corpus.dir")
     try:
-        paths = sorted((p for p in folder.glob(cfg.corpus.glob) if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
+        paths = sorted(
+            (p for p in folder.glob(cfg.corpus.glob) if p.is_file()),
+            key=lambda p: p.relative_to(folder).as_posix(),
+        )
     except (ValueError, NotImplementedError) as e:  # an empty or absolute pattern
-        raise InputError(str(folder), f"bad glob {cfg.corpus.glob!r}: {e}", field="index.corpus.glob") from None
+        raise InputError(
+            str(folder), f"bad glob {cfg.corpus.glob!r}: {e}", field="index.corpus.glob"
+        ) from None
     if not paths:
-        raise InputError(str(folder), f"no file matches {cfg.corpus.glob!r}: the corpus is empty", field="index.corpus.glob")
+        raise InputError(
+            str(folder),
+            f"no file matches {cfg.corpus.glob!r}: the corpus is empty",
+            field="index.corpus.glob",
+        )
     files = []
     for p in paths:
         try:
@@ -141,7 +156,9 @@ class IndexSpec(BaseModel):
 
 def _identity(cfg: IndexConfig) -> tuple[embeddings.Embedder, embeddings.ModelIdentity]:
     assert cfg.embedder is not None
-    emb = embeddings.shared(cfg.embedder.model, batch_size=cfg.embedder.batch_size, cache_dir=str(cache_root("embeddings")))
+    emb = embeddings.shared(
+        cfg.embedder.model, batch_size=cfg.embedder.batch_size, cache_dir=str(cache_root("embeddings"))
+    )
     try:
         return emb, emb.identity
     except InputError as e:
@@ -163,7 +180,15 @@ def index_spec(cfg: IndexConfig) -> IndexSpec:
     listing = [[f.path, f.sha256] for f in files]
     chunker = cfg.chunker.model_dump()
     spans = sha256_json([c.id for c in chunks])  # so a change of the chunking code cannot reuse a stale index
-    digest = sha256_json({"format": INDEX_FORMAT, "corpus": listing, "chunker": chunker, "chunks": spans, "embedder": identity.sha256})
+    digest = sha256_json(
+        {
+            "format": INDEX_FORMAT,
+            "corpus": listing,
+            "chunker": chunker,
+            "chunks": spans,
+            "embedder": identity.sha256,
+        }
+    )
     manifest = IndexManifest(
         version=f"idx-{digest[:24]}",
         format=INDEX_FORMAT,
@@ -198,7 +223,9 @@ def _write(spec: IndexSpec, folder: Path) -> None:
     np.save(folder / "vectors.npy", vectors, allow_pickle=False)
     lines = "".join(json.dumps(c.model_dump(), ensure_ascii=False) + "\n" for c in spec.chunks)
     (folder / "chunks.jsonl").write_text(lines, encoding="utf-8")
-    (folder / "manifest.json").write_text(json.dumps(spec.manifest.model_dump(), ensure_ascii=False, indent=2), encoding="utf-8")
+    (folder / "manifest.json").write_text(
+        json.dumps(spec.manifest.model_dump(), ensure_ascii=False, indent=2), encoding="utf-8"
+    )
     sums = {name: sha256_file(folder / name) for name in _CHECKED}
     (folder / CHECKSUMS).write_text(json.dumps(sums, indent=2), encoding="utf-8")
 
@@ -215,7 +242,9 @@ def _load(spec: IndexSpec, folder: Path) -> np.ndarray:
     except FileNotFoundError as e:
         raise _Damaged(f"{Path(e.filename).name if e.filename else 'a file'} is missing") from None
     except (OSError, ValueError, AttributeError) as e:  # unreadable, not JSON, not an .npy array
-        raise _Damaged(f"unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+        raise _Damaged(
+            f"unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        ) from None
     if stored.get("version") != spec.version or vectors.shape[0] != len(spec.chunks):
         raise _Damaged(f"holds another index than {spec.version}")
     return vectors
@@ -269,8 +298,9 @@ def _build(spec: IndexSpec, root: Path, final: Path) -> bool:
 
 def verify_vectors(spec: IndexSpec, vectors: np.ndarray) -> float:
     """The largest |Δ| between `vectors` and the chunks embedded afresh (no memo, no on-disk cache)."""
-    fresh = embeddings.Embedder(spec.config.embedder.model if spec.config.embedder else None,
-                                batch_size=spec.embedder.batch_size).encode([c.text for c in spec.chunks])
+    fresh = embeddings.Embedder(
+        spec.config.embedder.model if spec.config.embedder else None, batch_size=spec.embedder.batch_size
+    ).encode([c.text for c in spec.chunks])
     if fresh.shape != vectors.shape:
         return float("inf")
     return float(np.max(np.abs(fresh.astype(np.float64) - vectors.astype(np.float64)))) if len(fresh) else 0.0

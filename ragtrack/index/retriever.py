@@ -21,9 +21,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ragtrack.core.types import ContextChunk
 from ragtrack.index.build import Chunk, Index
 from ragtrack.nlp.text import terms
-from ragtrack.core.types import ContextChunk
 
 __all__ = ["BM25", "Hit", "Mode", "Retriever"]
 
@@ -42,7 +42,9 @@ class Hit(BaseModel):
 
     def context(self) -> ContextChunk:
         """The hit as a prediction's retrieved context: text, source, chunk id and score."""
-        return ContextChunk(text=self.chunk.text, source_path=self.chunk.source_path, id=self.chunk.id, score=self.score)
+        return ContextChunk(
+            text=self.chunk.text, source_path=self.chunk.source_path, id=self.chunk.id, score=self.score
+        )
 
 
 class BM25:
@@ -56,7 +58,9 @@ class BM25:
         for i, doc in enumerate(docs):
             for term, tf in Counter(doc).items():
                 self.postings.setdefault(term, []).append((i, tf * (k1 + 1) / (tf + norm[i])))
-        self.idf = {t: math.log(1 + (self.n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()}
+        self.idf = {
+            t: math.log(1 + (self.n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()
+        }
 
     def scores(self, query: Sequence[str]) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float64)
@@ -91,7 +95,9 @@ class Retriever:
     def search(self, queries: Sequence[str], k: int, mode: Mode = "dense") -> list[list[Hit]]:
         """The top `k` chunks of each query, best first (`bm25` embeds nothing: no model is loaded)."""
         qvecs = self.index.spec.embedder.encode(list(queries)).astype(np.float64) if mode != "bm25" else None
-        return [self._one(query, None if qvecs is None else qvecs[i], k, mode) for i, query in enumerate(queries)]
+        return [
+            self._one(query, None if qvecs is None else qvecs[i], k, mode) for i, query in enumerate(queries)
+        ]
 
     def _one(self, query: str, qvec: np.ndarray | None, k: int, mode: Mode) -> list[Hit]:
         if mode == "bm25":
@@ -100,7 +106,9 @@ class Retriever:
             assert qvec is not None
             scores = self.vectors @ qvec
             if mode == "hybrid":
-                scores = 1.0 / (RRF_K + _ranks(scores)) + 1.0 / (RRF_K + _ranks(self.bm25.scores(terms(query))))
+                scores = 1.0 / (RRF_K + _ranks(scores)) + 1.0 / (
+                    RRF_K + _ranks(self.bm25.scores(terms(query)))
+                )
         order = np.argsort(-scores, kind="stable")[:k]
         if mode == "bm25":
             order = order[scores[order] > 0]  # a chunk sharing no term with the query is not a match

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.core.errors import InputError
-from ragtrack.inputs.eval_sets import inner
 from ragtrack.core.hashing import sha1_file, sha256_file
 from ragtrack.core.types import EvalFile, Prediction, RunManifest, RunResult
+from ragtrack.inputs.eval_sets import inner
 
 if TYPE_CHECKING:
     import pandas
@@ -36,7 +36,11 @@ __all__ = ["ARCHIVED_DIRS", "MANIFEST", "ArchivedRun", "prediction_record", "wri
 MANIFEST = "manifest.json"
 CONFIG = "config.yaml"
 CASES = "cases.parquet"
-ARCHIVED_DIRS = ("inputs", "prompt", "predictions")  # the folders holding the archived inputs, and nothing else
+ARCHIVED_DIRS = (
+    "inputs",
+    "prompt",
+    "predictions",
+)  # the folders holding the archived inputs, and nothing else
 COMPRESS_ABOVE = 1 << 20  # an archived input larger than this (bytes) is stored gzip-compressed, `<file>.gz`
 INFLATED = ".inflated"  # where a downloaded run's compressed inputs are inflated, beside its artifacts
 CHUNK = 1 << 20
@@ -52,7 +56,10 @@ def _verified_copy(src: str, dst: Path, expected: str, *, algo: str = "sha1") ->
         shutil.copyfile(src, dst)
     actual = sha1_file(dst) if algo == "sha1" else sha256_file(dst)
     if actual != expected:
-        raise InputError(src, f"the file changed while the run was scoring it ({algo} {expected[:12]}… is now {actual[:12]}…)")
+        raise InputError(
+            src,
+            f"the file changed while the run was scoring it ({algo} {expected[:12]}… is now {actual[:12]}…)",
+        )
 
 
 def eval_place(i: int, f: EvalFile) -> str:
@@ -105,7 +112,9 @@ def _archive_predictions(result: RunResult, root: Path) -> tuple[str, str]:
     else:
         rel = "predictions/predictions.jsonl"
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        lines = [json.dumps(prediction_record(p), ensure_ascii=False) for p in gen.predictions if not p.missing]
+        lines = [
+            json.dumps(prediction_record(p), ensure_ascii=False) for p in gen.predictions if not p.missing
+        ]
         (root / rel).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return rel, sha1_file(root / rel)
 
@@ -129,8 +138,12 @@ def write_archive(result: RunResult, root: Path) -> RunManifest:
     m = result.manifest
     sizes: dict[str, int] = {}
     files = [_archive_eval_file(i, f, root) for i, f in enumerate(m.eval_files)]
-    files = [f.model_copy(update={"artifact_path": _compressed(root, f.artifact_path, sizes)}) if f.artifact_path else f
-             for f in files]
+    files = [
+        f.model_copy(update={"artifact_path": _compressed(root, f.artifact_path, sizes)})
+        if f.artifact_path
+        else f
+        for f in files
+    ]
     prompt_rel = prompt_place(m.prompt_path)
     _verified_copy(m.prompt_path, root / prompt_rel, m.prompt_sha256, algo="sha256")
     pred_rel, pred_sha1 = _archive_predictions(result, root)
@@ -168,7 +181,9 @@ class ArchivedRun(BaseModel):
         except ValidationError as e:
             err = e.errors()[0]
             field = ".".join(str(p) for p in err["loc"])
-            raise InputError(f"{what}: {MANIFEST}", f"not a ragtrack manifest: {err['msg']}", field=field) from None
+            raise InputError(
+                f"{what}: {MANIFEST}", f"not a ragtrack manifest: {err['msg']}", field=field
+            ) from None
         return cls(root=root, manifest=manifest)
 
     def path(self, rel: str | None, what: str, field: str) -> Path:
@@ -180,11 +195,15 @@ class ArchivedRun(BaseModel):
         root = self.root.resolve()
         path = (root / rel).resolve()
         if not path.is_relative_to(root):
-            raise InputError(str(self.root / MANIFEST), f"{rel!r} lies outside the run's artifacts: refused", field=field)
+            raise InputError(
+                str(self.root / MANIFEST), f"{rel!r} lies outside the run's artifacts: refused", field=field
+            )
         if not path.is_file():
             raise InputError(str(self.root / rel), f"the run's archive has no {what}")
         if rel.endswith(".gz"):
-            return self._inflated(rel, path, root / INFLATED / path.relative_to(root).as_posix().removesuffix(".gz"))
+            return self._inflated(
+                rel, path, root / INFLATED / path.relative_to(root).as_posix().removesuffix(".gz")
+            )
         return path
 
     def _inflated(self, rel: str, path: Path, out: Path) -> Path:
@@ -195,8 +214,11 @@ class ArchivedRun(BaseModel):
         out.parent.mkdir(parents=True, exist_ok=True)
         limit = self.manifest.archived_sizes.get(rel)
         if limit is None:
-            raise InputError(str(self.root / MANIFEST), f"{rel!r} is compressed but its size is not recorded: refused",
-                             field="archived_sizes")
+            raise InputError(
+                str(self.root / MANIFEST),
+                f"{rel!r} is compressed but its size is not recorded: refused",
+                field="archived_sizes",
+            )
         part = out.with_name(f".{out.name}.part")
         written = 0
         try:
@@ -204,7 +226,9 @@ class ArchivedRun(BaseModel):
                 while block := src.read(CHUNK):
                     written += len(block)
                     if written > limit:
-                        raise InputError(str(path), f"inflates beyond the {limit} bytes the manifest records: refused")
+                        raise InputError(
+                            str(path), f"inflates beyond the {limit} bytes the manifest records: refused"
+                        )
                     dst.write(block)
         except (OSError, EOFError, zlib.error) as e:
             part.unlink(missing_ok=True)
@@ -225,7 +249,9 @@ class ArchivedRun(BaseModel):
 
     @property
     def predictions_path(self) -> Path:
-        return self.path(self.manifest.predictions_artifact_path, "predictions file", "predictions_artifact_path")
+        return self.path(
+            self.manifest.predictions_artifact_path, "predictions file", "predictions_artifact_path"
+        )
 
     @property
     def prompt_path(self) -> Path:
@@ -238,10 +264,14 @@ class ArchivedRun(BaseModel):
     def places(self) -> dict[str, str | None]:
         """Where each archived input must lie (as `write_archive` puts it), by its manifest field."""
         m = self.manifest
-        out: dict[str, str | None] = {f"eval_files[{i}].artifact_path": eval_place(i, f) for i, f in enumerate(m.eval_files)}
+        out: dict[str, str | None] = {
+            f"eval_files[{i}].artifact_path": eval_place(i, f) for i, f in enumerate(m.eval_files)
+        }
         out["prompt_artifact_path"] = prompt_place(m.prompt_path)
         pred = m.predictions_artifact_path or ""
-        out["predictions_artifact_path"] = pred if pred.startswith("predictions/") and pred.count("/") == 1 else None
+        out["predictions_artifact_path"] = (
+            pred if pred.startswith("predictions/") and pred.count("/") == 1 else None
+        )
         return out
 
     def cases(self) -> pandas.DataFrame:

@@ -76,7 +76,9 @@ class IndexConfig(_Section):
     def _one_form(self) -> IndexConfig:
         built = [k for k in ("corpus", "chunker", "embedder") if getattr(self, k) is not None]
         if built and (self.version or self.path):
-            raise ValueError("an index is built (`corpus`, `chunker`, `embedder`) or recorded (`version`/`path`), not both")
+            raise ValueError(
+                "an index is built (`corpus`, `chunker`, `embedder`) or recorded (`version`/`path`), not both"
+            )
         if built and len(built) < 3:
             raise ValueError("a built index needs `corpus`, `chunker` and `embedder`")
         return self
@@ -100,12 +102,18 @@ class PromptConfig(_Section):
     @model_validator(mode="after")
     def _one_source(self) -> PromptConfig:
         if self.uri is not None and self.path is not None:
-            raise ValueError("a prompt is a file (`path`) or a Prompt Registry version (`uri`), not both: "
-                             "for a registry prompt choose `prompt=registry prompt.uri=prompts:/NAME/VERSION`")
+            raise ValueError(
+                "a prompt is a file (`path`) or a Prompt Registry version (`uri`), not both: "
+                "for a registry prompt choose `prompt=registry prompt.uri=prompts:/NAME/VERSION`"
+            )
         if self.uri is None and self.path is None:
-            raise ValueError("give `path` (a template file) or `uri` (prompts:/NAME/VERSION or prompts:/NAME@ALIAS)")
+            raise ValueError(
+                "give `path` (a template file) or `uri` (prompts:/NAME/VERSION or prompts:/NAME@ALIAS)"
+            )
         if self.uri is not None and not PROMPT_URI.fullmatch(self.uri):
-            raise ValueError(f"{self.uri!r} is not a prompt URI: prompts:/NAME/VERSION or prompts:/NAME@ALIAS")
+            raise ValueError(
+                f"{self.uri!r} is not a prompt URI: prompts:/NAME/VERSION or prompts:/NAME@ALIAS"
+            )
         if self.path is not None and not self.version:
             raise ValueError("a prompt file needs its `version` label")
         return self
@@ -144,7 +152,9 @@ class TrackingConfig(_Section):
     run_name: str | None = None
     traces_max_cases: int = Field(default=2000, ge=0)  # per-case traces only up to this many cases (0: never)
     force: bool = False  # a sweep re-runs jobs that match a finished run (see ragtrack.run.jobkey)
-    headline_metric: str | None = None  # ranks a sweep's jobs; None: eval_json_v2/eval_score_avg, else the first metric
+    headline_metric: str | None = (
+        None  # ranks a sweep's jobs; None: eval_json_v2/eval_score_avg, else the first metric
+    )
     bootstrap_seed: int = 0
     bootstrap_resamples: int = Field(default=10_000, ge=1)
 

@@ -21,8 +21,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.core.errors import InputError
 from ragtrack.core.hashing import sha1_bytes
-from ragtrack.inputs.jsonl import iter_jsonl, loads
-from ragtrack.inputs.predictions import PREDICTION_KEYS
 from ragtrack.core.types import (
     EvalCase,
     EvalFile,
@@ -33,6 +31,8 @@ from ragtrack.core.types import (
     RagReference,
     SubsetInfo,
 )
+from ragtrack.inputs.jsonl import iter_jsonl, loads
+from ragtrack.inputs.predictions import PREDICTION_KEYS
 
 __all__ = [
     "MAX_CASE_ID",
@@ -45,7 +45,9 @@ __all__ = [
     "subset_eval_set",
 ]
 
-MAX_CASE_ID = 250  # characters: MLflow's MAX_CHARS_IN_TRACE_INFO_METADATA (each case's trace keeps its id there)
+MAX_CASE_ID = (
+    250  # characters: MLflow's MAX_CHARS_IN_TRACE_INFO_METADATA (each case's trace keeps its id there)
+)
 SUBSET_ALGORITHM = "random.Random(seed).sample(range(n_items), n), kept in file order"
 
 
@@ -189,22 +191,30 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
             raise InputError(str(path), err["msg"] + hint, where=where(i), field=_field_of(err)) from None
         if detected and other is not None and other != fmt:
             raise InputError(
-                str(path), f"this item looks like {other}, the file is {fmt}: one format per file",
-                where=where(i), field=_FORMAT_KEYS[other](item),
+                str(path),
+                f"this item looks like {other}, the file is {fmt}: one format per file",
+                where=where(i),
+                field=_FORMAT_KEYS[other](item),
             )
         case = _to_case(parsed, i)
         if (problem := id_problem(case.id)) is not None:
             raise InputError(str(path), problem, where=where(i), field="qid" if fmt == "qaset" else "id")
         if not case.question.strip():
-            raise InputError(str(path), "must not be empty", where=where(i), field="q" if fmt == "qaset" else "question")
+            raise InputError(
+                str(path), "must not be empty", where=where(i), field="q" if fmt == "qaset" else "question"
+            )
         if case.id in seen:
             raise InputError(
-                str(path), f"duplicate id {case.id!r} (first at {where(seen[case.id])})", where=where(i),
+                str(path),
+                f"duplicate id {case.id!r} (first at {where(seen[case.id])})",
+                where=where(i),
                 field="qid" if fmt == "qaset" else "id",
             )
         seen[case.id] = i
         cases.append(case)
-    file = EvalFile(path=str(path), stem=inner(path).stem, format=fmt, sha1=sha1_bytes(data), n_items=len(raw))
+    file = EvalFile(
+        path=str(path), stem=inner(path).stem, format=fmt, sha1=sha1_bytes(data), n_items=len(raw)
+    )
     return LoadedFile(file=file, items=raw, cases=cases, jsonl=jsonl)
 
 
@@ -213,8 +223,10 @@ def id_problem(case_id: str) -> str | None:
     if not case_id.strip():
         return "must not be empty"
     if len(case_id) > MAX_CASE_ID:
-        return (f"is {len(case_id)} characters long; at most {MAX_CASE_ID} (MLflow's limit on a trace's metadata "
-                "values, where the case id is kept)")
+        return (
+            f"is {len(case_id)} characters long; at most {MAX_CASE_ID} (MLflow's limit on a trace's metadata "
+            "values, where the case id is kept)"
+        )
     return None
 
 
@@ -224,8 +236,10 @@ def _reject_predictions(raw: list[Any], file: str, where: Callable[[int], str]) 
         key = next((k for k in PREDICTION_KEYS if k in item), None) if isinstance(item, dict) else None
         if key is not None:
             raise InputError(
-                file, "this looks like a predictions file (it carries a model's output), not an eval set",
-                where=where(i), field=key,
+                file,
+                "this looks like a predictions file (it carries a model's output), not an eval set",
+                where=where(i),
+                field=key,
             )
 
 
@@ -263,10 +277,14 @@ def _merge(files: list[LoadedFile]) -> list[EvalCase]:
                     where=f"id {case.id!r}",
                     field="question",
                 )
-            updates = {k: getattr(case, k) for k in ("expected", "gold", "reference") if getattr(case, k) is not None}
+            updates = {
+                k: getattr(case, k) for k in ("expected", "gold", "reference") if getattr(case, k) is not None
+            }
             clash = [k for k in updates if getattr(prev, k) is not None]
             if clash:
-                raise InputError(lf.file.path, f"also given by {origin[case.id]}", where=f"id {case.id!r}", field=clash[0])
+                raise InputError(
+                    lf.file.path, f"also given by {origin[case.id]}", where=f"id {case.id!r}", field=clash[0]
+                )
             merged[case.id] = prev.model_copy(update=updates)
     return list(merged.values())
 
@@ -299,7 +317,9 @@ def _subset_bytes(lf: LoadedFile, ids: set[str]) -> bytes:
 
 def _draw(case_ids: list[str], n: int, seed: int, what: str, field: str) -> list[str]:
     if not 0 < n <= len(case_ids):
-        raise InputError(what, f"subset size n={n} must be between 1 and the {len(case_ids)} cases", field=field)
+        raise InputError(
+            what, f"subset size n={n} must be between 1 and the {len(case_ids)} cases", field=field
+        )
     picked = sorted(random.Random(seed).sample(range(len(case_ids)), n))
     return [case_ids[i] for i in picked]
 

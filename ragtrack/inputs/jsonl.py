@@ -79,7 +79,9 @@ class StrictDecoder:
         try:
             obj = self._decoder.decode(text)
         except json.JSONDecodeError as e:
-            raise InputError(file, f"not valid JSON: {e.msg}", where=where or f"line {e.lineno} column {e.colno}") from None
+            raise InputError(
+                file, f"not valid JSON: {e.msg}", where=where or f"line {e.lineno} column {e.colno}"
+            ) from None
         except RecursionError:
             raise InputError(file, "not valid JSON: nested too deeply", where=where) from None
         if self._found:

@@ -23,8 +23,8 @@ from typing import IO, Any
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.core.errors import InputError
-from ragtrack.inputs.jsonl import iter_jsonl
 from ragtrack.core.types import ContextChunk, EvalCase, Generation, Prediction
+from ragtrack.inputs.jsonl import iter_jsonl
 
 __all__ = [
     "PREDICTION_KEYS",
@@ -55,7 +55,9 @@ class PredictionRecord(BaseModel):
 
 def _id_of(value: Any, file: str, where: str, field: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InputError(file, f"expected a string or integer id, got {type(value).__name__}", where=where, field=field)
+        raise InputError(
+            file, f"expected a string or integer id, got {type(value).__name__}", where=where, field=field
+        )
     return str(value)
 
 
@@ -72,13 +74,20 @@ def parse_prediction(obj: Any, file: str, where: str) -> PredictionRecord:
     if question is not None and not isinstance(question, str):
         raise InputError(file, "expected a string", where=where, field="q" if obj.get("q") else "question")
     if key_id is None and question is None:
-        raise InputError(file, "a prediction needs an id (`id`/`qid`) or the question text (`q`/`question`)", where=where)
+        raise InputError(
+            file, "a prediction needs an id (`id`/`qid`) or the question text (`q`/`question`)", where=where
+        )
     if obj.get("answer") is None:
         got = "missing" if "answer" not in obj else "null"
         raise InputError(file, f'{got}; a recorded empty answer is ""', where=where, field="answer")
     answer = obj["answer"]
     if not isinstance(answer, str):
-        raise InputError(file, f"expected the raw model output as a string, got {type(answer).__name__}", where=where, field="answer")
+        raise InputError(
+            file,
+            f"expected the raw model output as a string, got {type(answer).__name__}",
+            where=where,
+            field="answer",
+        )
     contexts = _contexts(obj, file, where)
     citations = obj.get("citations")
     # As the seed's reference scorer reads them: a list field is taken with str() of each
@@ -129,7 +138,9 @@ def _contexts(obj: dict[str, Any], file: str, where: str) -> list[ContextChunk]:
                 )
             )
         else:
-            raise InputError(file, f"expected an object or a string, got {type(c).__name__}", where=where, field=field)
+            raise InputError(
+                file, f"expected an object or a string, got {type(c).__name__}", where=where, field=field
+            )
     return chunks
 
 
@@ -165,7 +176,9 @@ def _records(path: Path, hasher: Any) -> Iterator[tuple[bytes, PredictionRecord]
     """`(raw line, record)` for every non-blank line; every byte read goes into `hasher`."""
     file = str(path)
     try:
-        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as f:  # a compressed file: its content
+        with (
+            gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as f
+        ):  # a compressed file: its content
             for lineno, raw, obj in iter_jsonl(_hashed(f, hasher), file):
                 yield raw, parse_prediction(obj, file, f"line {lineno}")
     except (EOFError, zlib.error) as e:
@@ -232,7 +245,9 @@ def match_prediction_file(
 
     generation = match_predictions(records(), cases, keep=keep)
     warnings = [] if n_lines else [f"{path}: no predictions: every case is scored as missing"]
-    return generation.model_copy(update={"provenance": {"predictions_sha1": hasher.hexdigest()}, "warnings": warnings})
+    return generation.model_copy(
+        update={"provenance": {"predictions_sha1": hasher.hexdigest()}, "warnings": warnings}
+    )
 
 
 def filter_prediction_file(
@@ -257,7 +272,8 @@ def filter_prediction_file(
                     out.write(raw)
         if hasher.hexdigest() != expected_sha1:
             raise InputError(
-                str(src), f"changed during the run: its sha1 is now {hasher.hexdigest()}, the run read {expected_sha1}"
+                str(src),
+                f"changed during the run: its sha1 is now {hasher.hexdigest()}, the run read {expected_sha1}",
             )
         os.replace(part, dst)
     except OSError as e:

@@ -15,7 +15,17 @@ from ragtrack.core.errors import InputError
 from ragtrack.core.hashing import sha256_bytes
 from ragtrack.core.types import ContextChunk, EvalCase
 
-__all__ = ["PLACEHOLDERS", "Prompt", "defuse", "fill", "fill_as_data", "format_context", "load_prompt", "prompt_of", "render_prompt"]
+__all__ = [
+    "PLACEHOLDERS",
+    "Prompt",
+    "defuse",
+    "fill",
+    "fill_as_data",
+    "format_context",
+    "load_prompt",
+    "prompt_of",
+    "render_prompt",
+]
 
 PLACEHOLDERS = ("question", "context")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -31,10 +41,18 @@ class Prompt(BaseModel):
     version: str
     text: str
     sha256: str
-    uri: str | None = None  # the Prompt Registry version it was fetched from (`prompts:/name/3`), saved at `path`
+    uri: str | None = (
+        None  # the Prompt Registry version it was fetched from (`prompts:/name/3`), saved at `path`
+    )
 
 
-def load_prompt(path: str | Path, version: str, *, placeholders: tuple[str, ...] = PLACEHOLDERS, field: str = "prompt.path") -> Prompt:
+def load_prompt(
+    path: str | Path,
+    version: str,
+    *,
+    placeholders: tuple[str, ...] = PLACEHOLDERS,
+    field: str = "prompt.path",
+) -> Prompt:
     """Read a prompt file; unknown placeholders are an error naming file and line."""
     path = Path(path)
     try:
@@ -44,8 +62,14 @@ def load_prompt(path: str | Path, version: str, *, placeholders: tuple[str, ...]
     return prompt_of(data, str(path), version, placeholders=placeholders)
 
 
-def prompt_of(data: bytes, where: str, version: str, *, placeholders: tuple[str, ...] = PLACEHOLDERS,
-              uri: str | None = None) -> Prompt:
+def prompt_of(
+    data: bytes,
+    where: str,
+    version: str,
+    *,
+    placeholders: tuple[str, ...] = PLACEHOLDERS,
+    uri: str | None = None,
+) -> Prompt:
     """A prompt from its bytes, read from `where` (a file, or the registry version `uri` saved there)."""
     try:
         text = data.decode("utf-8")
@@ -55,7 +79,8 @@ def prompt_of(data: bytes, where: str, version: str, *, placeholders: tuple[str,
         for m in _PLACEHOLDER.finditer(line):
             if m.group(1) not in placeholders:
                 raise InputError(
-                    uri or where, f"unknown placeholder {{{{{m.group(1)}}}}}; known: {', '.join(placeholders)}",
+                    uri or where,
+                    f"unknown placeholder {{{{{m.group(1)}}}}}; known: {', '.join(placeholders)}",
                     where=f"line {lineno}",
                 )
     return Prompt(path=where, version=version, text=text, sha256=sha256_bytes(data), uri=uri)

@@ -27,4 +27,8 @@ class RagtrackRunContext(RunContextProvider):
         from ragtrack.core.provenance import git_state
 
         commit, dirty = git_state()
-        return {"ragtrack.version": __version__, "ragtrack.git_commit": commit, "ragtrack.git_dirty": str(dirty).lower()}
+        return {
+            "ragtrack.version": __version__,
+            "ragtrack.git_commit": commit,
+            "ragtrack.git_dirty": str(dirty).lower(),
+        }

@@ -46,7 +46,9 @@ class EvaluatorConfig(BaseModel):
 
     eval_set: list[str]  # eval-set files holding the ground truth, merged by id
     scorers: dict[str, dict[str, Any]]  # scorer name -> its parameters ({} for the defaults)
-    gates: dict[str, list[str]] = Field(default_factory=dict)  # as in conf/gates: name -> ["metric op threshold", ...]
+    gates: dict[str, list[str]] = Field(
+        default_factory=dict
+    )  # as in conf/gates: name -> ["metric op threshold", ...]
 
     @classmethod
     def parse(cls, raw: Any) -> EvaluatorConfig:
@@ -61,7 +63,9 @@ class RagtrackEvaluator(ModelEvaluator):
     """Scores recorded answers; it takes part only when its config names an eval set."""
 
     @classmethod
-    def can_evaluate(cls, *, model_type: str | None, evaluator_config: dict[str, Any] | None, **kwargs: Any) -> bool:
+    def can_evaluate(
+        cls, *, model_type: str | None, evaluator_config: dict[str, Any] | None, **kwargs: Any
+    ) -> bool:
         # MLflow also asks every registered evaluator when none is named: stay out of evaluations not meant for us.
         return isinstance(evaluator_config, dict) and "eval_set" in evaluator_config
 
@@ -84,21 +88,35 @@ class RagtrackEvaluator(ModelEvaluator):
         from ragtrack.tracking.sink import log_batches, scorer_params
 
         if model is not None:
-            raise InputError("model", "the ragtrack evaluator scores recorded answers: pass them as `data`, without a model")
+            raise InputError(
+                "model",
+                "the ragtrack evaluator scores recorded answers: pass them as `data`, without a model",
+            )
         cfg = EvaluatorConfig.parse(evaluator_config)
         scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
         gates = parse_gates(cfg.gates, where=f"{CONFIG}: gates")
         scored = score_files(cfg.eval_set, _records(_answers(dataset)), scorers, gates)
 
         client = MlflowClient()
-        params = {"eval_set_version": scored.eval_set.version, "n_cases": str(len(scored.eval_set.cases)),
-                  "ragtrack_version": __version__}
+        params = {
+            "eval_set_version": scored.eval_set.version,
+            "n_cases": str(len(scored.eval_set.cases)),
+            "ragtrack_version": __version__,
+        }
         for out in scored.outputs:
             params.update(scorer_params(out.info))
-        tags = {"ragtrack.gates_passed": str(scored.metrics.get("gate/all", 0.0) == 1.0).lower()} if scored.gates else {}
+        tags = (
+            {"ragtrack.gates_passed": str(scored.metrics.get("gate/all", 0.0) == 1.0).lower()}
+            if scored.gates
+            else {}
+        )
         log_batches(client, run_id, params=params, metrics=scored.metrics, tags=tags)
         client.log_table(run_id, data=pd.DataFrame(scored.rows), artifact_file="cases_table.json")
-        return EvaluationResult(metrics={k: v for k, v in scored.metrics.items() if not math.isnan(v)}, artifacts={}, run_id=run_id)
+        return EvaluationResult(
+            metrics={k: v for k, v in scored.metrics.items() if not math.isnan(v)},
+            artifacts={},
+            run_id=run_id,
+        )
 
 
 def _answers(dataset: Any) -> pandas.DataFrame:

@@ -34,10 +34,10 @@ from mlflow.genai.scorers import Scorer as MlflowScorer
 from pydantic import Field, ValidationError
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import EvalCase, Prediction
 from ragtrack.inputs.eval_sets import load_eval_set
 from ragtrack.inputs.predictions import match_prediction_file, parse_prediction
 from ragtrack.scorers import Batch, build_scorer
-from ragtrack.core.types import EvalCase, Prediction
 
 __all__ = ["RagtrackScorer", "eval_rows", "ragtrack_scorer", "to_case", "to_prediction"]
 
@@ -48,7 +48,11 @@ class RagtrackScorer(MlflowScorer):
     params: dict[str, Any] = Field(default_factory=dict)
 
     def __call__(
-        self, *, inputs: dict[str, Any] | None = None, outputs: Any = None, expectations: dict[str, Any] | None = None
+        self,
+        *,
+        inputs: dict[str, Any] | None = None,
+        outputs: Any = None,
+        expectations: dict[str, Any] | None = None,
     ) -> list[Feedback]:
         scorer = build_scorer(self.name, self.params)
         case = to_case(inputs, expectations)
@@ -89,7 +93,9 @@ def to_prediction(case_id: str, outputs: Any) -> Prediction:
         return Prediction(case_id=case_id, missing=True)
     line = {"answer": outputs} if isinstance(outputs, str) else outputs
     if not isinstance(line, dict):
-        raise InputError("outputs", f"expected the answer as a string or an object, got {type(outputs).__name__}")
+        raise InputError(
+            "outputs", f"expected the answer as a string or an object, got {type(outputs).__name__}"
+        )
     record = parse_prediction({**line, "id": case_id}, "outputs", f"case {case_id!r}")
     return record.prediction.model_copy(update={"case_id": case_id})
 
@@ -101,8 +107,12 @@ def eval_rows(eval_set: Sequence[str | Path], predictions: str | Path) -> list[d
     return [
         {
             "inputs": {"id": case.id, "question": case.question},
-            "outputs": None if pred.missing else pred.model_dump(mode="json", exclude={"case_id", "missing"}, exclude_none=True),
-            "expectations": case.model_dump(mode="json", include={"expected", "gold", "reference"}, exclude_none=True),
+            "outputs": None
+            if pred.missing
+            else pred.model_dump(mode="json", exclude={"case_id", "missing"}, exclude_none=True),
+            "expectations": case.model_dump(
+                mode="json", include={"expected", "gold", "reference"}, exclude_none=True
+            ),
         }
         for case, pred in zip(es.cases, generation.predictions, strict=True)
     ]

@@ -49,7 +49,16 @@ from ragtrack.nlp.facts import Fact, words_number
 from ragtrack.nlp.lexical import content_tokens
 from ragtrack.nlp.quantities import CN_UNITS, unit_of
 
-__all__ = ["added_words", "conflict", "polarity", "quantity_conflict", "relation_spans", "relations", "word_forms", "words"]
+__all__ = [
+    "added_words",
+    "conflict",
+    "polarity",
+    "quantity_conflict",
+    "relation_spans",
+    "relations",
+    "word_forms",
+    "words",
+]
 
 _EN_WORD = re.compile(r"[a-z]+(?:'t)?")  # can't, don't: a word ending in n't
 _EN_NEGATORS = frozenset(
@@ -64,29 +73,94 @@ _CN_NOT_NEGATION = re.compile(
 
 # relation operator -> its canonical name; _OPPOSITE says which names bound the other way.
 _EN_RELATIONS = {
-    "before": "before", "prior to": "before", "earlier than": "before", "ahead of": "before",
-    "after": "after", "following": "after", "later than": "after",
-    "at least": "min", "no less than": "min", "not less than": "min", "or more": "min", "minimum": "min",
-    "a minimum of": "min", "or longer": "min", "or older": "min",
-    "at most": "max", "no more than": "max", "not more than": "max", "or less": "max", "maximum": "max",
-    "a maximum of": "max", "up to": "max", "or fewer": "max", "or younger": "max", "or shorter": "max",
-    "more than": "over", "over": "over", "above": "over", "exceeding": "over", "exceeds": "over", "longer than": "over",
-    "less than": "under", "under": "under", "below": "under", "fewer than": "under", "shorter than": "under",
-    "within": "within", "beyond": "beyond", "outside": "beyond",
-    "unless": "unless", "if": "if", "only if": "if", "provided": "if",
+    "before": "before",
+    "prior to": "before",
+    "earlier than": "before",
+    "ahead of": "before",
+    "after": "after",
+    "following": "after",
+    "later than": "after",
+    "at least": "min",
+    "no less than": "min",
+    "not less than": "min",
+    "or more": "min",
+    "minimum": "min",
+    "a minimum of": "min",
+    "or longer": "min",
+    "or older": "min",
+    "at most": "max",
+    "no more than": "max",
+    "not more than": "max",
+    "or less": "max",
+    "maximum": "max",
+    "a maximum of": "max",
+    "up to": "max",
+    "or fewer": "max",
+    "or younger": "max",
+    "or shorter": "max",
+    "more than": "over",
+    "over": "over",
+    "above": "over",
+    "exceeding": "over",
+    "exceeds": "over",
+    "longer than": "over",
+    "less than": "under",
+    "under": "under",
+    "below": "under",
+    "fewer than": "under",
+    "shorter than": "under",
+    "within": "within",
+    "beyond": "beyond",
+    "outside": "beyond",
+    "unless": "unless",
+    "if": "if",
+    "only if": "if",
+    "provided": "if",
 }
 _CN_RELATIONS = {
-    "之前": "before", "以前": "before", "提前": "before", "之后": "after", "以后": "after",
-    "至少": "min", "不少于": "min", "不低于": "min", "以上": "min", "起": "min", "最少": "min",
-    "最多": "max", "至多": "max", "不超过": "max", "不高于": "max", "以下": "max", "以内": "within",
-    "超过": "over", "高于": "over", "多于": "over", "低于": "under", "少于": "under", "不足": "under", "未满": "under",
-    "之外": "beyond", "以外": "beyond",
-    "除非": "unless", "如果": "if", "若": "if",
+    "之前": "before",
+    "以前": "before",
+    "提前": "before",
+    "之后": "after",
+    "以后": "after",
+    "至少": "min",
+    "不少于": "min",
+    "不低于": "min",
+    "以上": "min",
+    "起": "min",
+    "最少": "min",
+    "最多": "max",
+    "至多": "max",
+    "不超过": "max",
+    "不高于": "max",
+    "以下": "max",
+    "以内": "within",
+    "超过": "over",
+    "高于": "over",
+    "多于": "over",
+    "低于": "under",
+    "少于": "under",
+    "不足": "under",
+    "未满": "under",
+    "之外": "beyond",
+    "以外": "beyond",
+    "除非": "unless",
+    "如果": "if",
+    "若": "if",
 }
 # A relation and those that bound the other way: "within 30 days" against "30 days after".
-_OPPOSITE = {"before": {"after"}, "after": {"before", "within"}, "within": {"after", "beyond", "over"},
-             "beyond": {"within"}, "min": {"max", "under"}, "max": {"min", "over"}, "over": {"under", "max", "within"},
-             "under": {"over", "min"}, "unless": {"if"}, "if": {"unless"}}
+_OPPOSITE = {
+    "before": {"after"},
+    "after": {"before", "within"},
+    "within": {"after", "beyond", "over"},
+    "beyond": {"within"},
+    "min": {"max", "under"},
+    "max": {"min", "over"},
+    "over": {"under", "max", "within"},
+    "under": {"over", "min"},
+    "unless": {"if"},
+    "if": {"unless"},
+}
 _EN_REL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _EN_RELATIONS), key=len, reverse=True)) + r")\b")
 # The one-character postpositions 前 后 内 are relations only after a number or a unit of time (三天后, 30日内).
 _CN_POSTPOSITION = re.compile("(?<=[0-9一二三四五六七八九十两天日月年周时分秒])([前后内])")
@@ -94,12 +168,20 @@ _CN_REL = re.compile("|".join(sorted(map(re.escape, _CN_RELATIONS), key=len, rev
 _CN_POST = {"前": "before", "后": "after", "内": "within"}
 # A negated bound is the opposite bound, not a negation: 不得超过 = at most, must not exceed = at most.
 _NEGATED_BOUND = {
-    "max": re.compile(r"(?:不得|不能|不可|不应|不准|不会|不)(?:超过|高于|多于|大于|超出)|\b(?:not|never|n't)\s+(?:exceed|be more than|be longer than|go beyond)\b"),
-    "min": re.compile(r"(?:不得|不能|不可|不应|不)(?:少于|低于|小于|短于)|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"),
+    "max": re.compile(
+        r"(?:不得|不能|不可|不应|不准|不会|不)(?:超过|高于|多于|大于|超出)|\b(?:not|never|n't)\s+(?:exceed|be more than|be longer than|go beyond)\b"
+    ),
+    "min": re.compile(
+        r"(?:不得|不能|不可|不应|不)(?:少于|低于|小于|短于)|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"
+    ),
 }
-SAME_WORDING = 70  # rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
+SAME_WORDING = (
+    70  # rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
+)
 NEAR_COPY = 85  # the ratio from which a statement copies its evidence: a word it changes is another claim
-_OPEN_CLASS = frozenset("nvarj")  # jieba tags of nouns, verbs, adjectives, names and abbreviations (not p, d, c, u …)
+_OPEN_CLASS = frozenset(
+    "nvarj"
+)  # jieba tags of nouns, verbs, adjectives, names and abbreviations (not p, d, c, u …)
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _CN_NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半")
 _CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
@@ -113,7 +195,11 @@ def _fold(text: str) -> str:
 def polarity(text: str) -> int:
     """How many negations `text` has (see the module doc)."""
     s = _fold(text)
-    for pattern in (*_NEGATED_BOUND.values(), _CN_REL, _EN_REL):  # a bound (不得超过, no more than) is not a negation
+    for pattern in (
+        *_NEGATED_BOUND.values(),
+        _CN_REL,
+        _EN_REL,
+    ):  # a bound (不得超过, no more than) is not a negation
         s = pattern.sub(" ", s)
     n = sum(1 for w in _EN_WORD.findall(s) if w in _EN_NEGATORS or w.endswith("n't"))
     n += len(_CN_NEGATOR.findall(_CN_NOT_NEGATION.sub("", s)))
@@ -134,11 +220,16 @@ def _blank(m: re.Match[str]) -> str:
 def relation_spans(folded: str) -> tuple[tuple[int, int, str], ...]:
     """The relation operators of a folded text: (start, end, canonical name), in the order they are written."""
     s = folded
-    found = [(m.start(), m.end(), name) for name, pattern in _NEGATED_BOUND.items() for m in pattern.finditer(s)]
+    found = [
+        (m.start(), m.end(), name) for name, pattern in _NEGATED_BOUND.items() for m in pattern.finditer(s)
+    ]
     for pattern in _NEGATED_BOUND.values():
         s = pattern.sub(_blank, s)
     found += [(m.start(1), m.end(1), _EN_RELATIONS[m.group(1)]) for m in _EN_REL.finditer(s)]
-    found += [(m.start(), m.end(), _CN_RELATIONS[m.group(0)]) for m in _CN_REL.finditer(_CN_NOT_NEGATION.sub(_blank, s))]
+    found += [
+        (m.start(), m.end(), _CN_RELATIONS[m.group(0)])
+        for m in _CN_REL.finditer(_CN_NOT_NEGATION.sub(_blank, s))
+    ]
     found += [(m.start(1), m.end(1), _CN_POST[m.group(1)]) for m in _CN_POSTPOSITION.finditer(s)]
     return tuple(sorted(found))
 
@@ -153,13 +244,17 @@ def _swapped_operator(said: str, source: str) -> str | None:
             continue
         for s0, e0, mine_r in mine:
             if s0 < j2 and e0 > j1:
-                rival = next((t for t0, t1, t in theirs if t0 < i2 and t1 > i1 and t in _OPPOSITE[mine_r]), None)
+                rival = next(
+                    (t for t0, t1, t in theirs if t0 < i2 and t1 > i1 and t in _OPPOSITE[mine_r]), None
+                )
                 if rival:
                     return f"condition: {mine_r} where the source says {rival}"
     return None
 
 
-def quantity_conflict(statement_facts: list[Fact], evidence_facts: list[Fact], support_keys: frozenset[str]) -> str | None:
+def quantity_conflict(
+    statement_facts: list[Fact], evidence_facts: list[Fact], support_keys: frozenset[str]
+) -> str | None:
     """A fact of the statement that the sources lack, where the evidence has another fact of its family (an
     amount of the same kind, a date, a range, an article): `<it> vs <the evidence's>`."""
     for f in statement_facts:
@@ -253,7 +348,9 @@ def words(text: str) -> frozenset[str]:
     Chinese words of two or more characters as jieba cuts them; without numerals and unit words (amounts are
     compared by value, `quantity_conflict`)."""
     latin = [t for t in content_tokens(text) if t.isascii()]
-    chinese = [w for run in _CJK_RUN.findall(text) for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS]
+    chinese = [
+        w for run in _CJK_RUN.findall(text) for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS
+    ]
     return word_forms(frozenset(w for w in (*latin, *chinese) if not polarity(w) and not relations(w)))
 
 

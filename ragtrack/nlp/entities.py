@@ -104,7 +104,11 @@ def _english_names(text: str) -> list[str]:
             words = words[1:]
         while words and (words[-1].lower() in _FUNCTION_WORDS or re.fullmatch(_CONNECTOR, words[-1])):
             words.pop()
-        if not words or all(w.lower() in _CALENDAR | _FUNCTION_WORDS or w.isdigit() for w in words) or words == ["I"]:
+        if (
+            not words
+            or all(w.lower() in _CALENDAR | _FUNCTION_WORDS or w.isdigit() for w in words)
+            or words == ["I"]
+        ):
             continue
         out.append(" ".join(words))
     return out
@@ -194,7 +198,9 @@ def extract(text: str | None) -> list[Entity]:
 def _extract(text: str) -> tuple[Entity, ...]:
     found: dict[str, Entity] = {}
 
-    def add(e: Entity) -> None:  # one entity per normalised form, brackets aside (《劳动合同法》 = 劳动合同法)
+    def add(
+        e: Entity,
+    ) -> None:  # one entity per normalised form, brackets aside (《劳动合同法》 = 劳动合同法)
         found.setdefault(norm(e.key).strip('《》"'), e)
 
     for f in facts(text):
@@ -206,7 +212,11 @@ def _extract(text: str) -> tuple[Entity, ...]:
     if _CJK.search(nfkc):
         for word, kind in _chinese(nfkc):
             key = norm(word)
-            add(Entity(text=word, key=key, kind="term", pieces=_pieces(word)) if kind == "term" else Entity(text=word, key=key, kind="name"))
+            add(
+                Entity(text=word, key=key, kind="term", pieces=_pieces(word))
+                if kind == "term"
+                else Entity(text=word, key=key, kind="name")
+            )
     return tuple(found.values())
 
 
@@ -220,7 +230,9 @@ def focus(question: str) -> str:
     """
     out = question
     for e in sorted(extract(question), key=lambda e: (-len(e.text), e.text)):
-        if e.kind != "fact" or (e.fact is not None and e.fact.kind == "title"):  # a number or date is what is asked
+        if e.kind != "fact" or (
+            e.fact is not None and e.fact.kind == "title"
+        ):  # a number or date is what is asked
             out = out.replace(e.text, " ")
     return out if content_tokens(out) else question
 

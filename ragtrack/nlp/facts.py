@@ -57,26 +57,75 @@ class Fact(BaseModel):
 
     kind: str  # article | title | quote | date | time | range | percent | quantity | number
     token: str  # normalised: equal facts have equal tokens
-    keys: frozenset[str]  # tokens this fact supports in a statement (itself, its value key, e.g. the bare number)
+    keys: frozenset[
+        str
+    ]  # tokens this fact supports in a statement (itself, its value key, e.g. the bare number)
     parts: tuple[str, ...] = ()  # a range in a statement also agrees when the support has both ends
-    value: str | None = None  # an amount with a unit by value (`ragtrack.nlp.quantities.value_key`): `3天` = `72 hours`
+    value: str | None = (
+        None  # an amount with a unit by value (`ragtrack.nlp.quantities.value_key`): `3天` = `72 hours`
+    )
 
 
 # ------------------------------------------------------------------ numbers
 
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 _CN_NUM = "零〇一二两三四五六七八九十百千万亿"
 _CN_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000}
 _NOT_ONE_AFTER = frozenset("哪这那每同某任单唯统逐第")
 
 _EN_UNITS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
 }
-_EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_EN_TENS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
 _EN_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
-_SCALE_WORDS = {"thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000, "万": 10_000, "亿": 100_000_000}
+_SCALE_WORDS = {
+    "thousand": 1000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+    "万": 10_000,
+    "亿": 100_000_000,
+}
 
 
 def cn_number(s: str) -> int | None:
@@ -161,9 +210,26 @@ for _code, _spellings in {
     "cm": ["厘米", "centimeters", "centimetres", "centimeter", "centimetre", "cm"],
     "mm": ["毫米", "millimeters", "millimetres", "millimeter", "millimetre", "mm"],
     "t": ["吨", "tonnes", "tonne"],
-    "cm2": ["平方厘米", "square centimeters", "square centimetres", "square centimeter", "square centimetre", "cm²", "cm2"],
+    "cm2": [
+        "平方厘米",
+        "square centimeters",
+        "square centimetres",
+        "square centimeter",
+        "square centimetre",
+        "cm²",
+        "cm2",
+    ],
     "m2": ["平方米", "square meters", "square metres", "square meter", "square metre", "m²", "m2"],
-    "km2": ["平方公里", "平方千米", "square kilometers", "square kilometres", "square kilometer", "square kilometre", "km²", "km2"],
+    "km2": [
+        "平方公里",
+        "平方千米",
+        "square kilometers",
+        "square kilometres",
+        "square kilometer",
+        "square kilometre",
+        "km²",
+        "km2",
+    ],
     "ha": ["公顷", "hectares", "hectare"],
     "mu": ["亩"],
     "tb": ["terabytes", "terabyte", "tb"],
@@ -181,13 +247,45 @@ _UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True)
 _UNIT_ALT_CN = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if not u.isascii())
 _CURRENCY_PREFIX = {"$": "usd", "¥": "cny", "€": "eur", "us$": "usd"}
 _PERMILLE = ("‰", "per mille", "permille")
-_ORDINALS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
-             "ninth": 9, "tenth": 10, "twelfth": 12, "twentieth": 20, "hundredth": 100, "thousandth": 1000}
+_ORDINALS = {
+    "half": 2,
+    "halves": 2,
+    "third": 3,
+    "quarter": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "twelfth": 12,
+    "twentieth": 20,
+    "hundredth": 100,
+    "thousandth": 1000,
+}
 
 # ------------------------------------------------------------------ patterns (on NFKC + casefold text)
 
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        1,
+    )
+}
 _MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MON = "|".join(sorted(_MONTHS, key=len, reverse=True))
@@ -203,21 +301,31 @@ _ARTICLE_EN = re.compile(r"(?<![a-z])(article|art\.|section|sec\.|§)\s*(\d+(?:\
 _TITLE = re.compile(r"《([^《》]{1,60})》")
 _QUOTE = re.compile(r"\"([^\"\n]{1,30})\"|“([^”\n]{1,30})”|「([^」\n]{1,30})」|『([^』\n]{1,30})』")
 _DATE_ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
-_DATE_CN = re.compile(r"(?:(\d{4}|[零〇一二三四五六七八九]{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(?:(\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?")
+_DATE_CN = re.compile(
+    r"(?:(\d{4}|[零〇一二三四五六七八九]{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(?:(\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?"
+)
 _DATE_EN_MDY = re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
 _DATE_EN_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MON})\.?(?:,?\s+(\d{{4}}))?\b")
 _DATE_EN_MY = re.compile(rf"\b({_MON})\.?,?\s+(\d{{4}})\b")
 _YEAR_CN = re.compile(r"(?<!\d)(\d{4})年(?!\d)")
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
-_FRACTION_CN = re.compile(f"({_CNN}|{_NUM})分之({_CNN}|{_NUM})")  # 百分之三 = 3%, 千分之三 = 3‰, 三分之一 = 1/3
-_ORDINAL = "|".join(sorted((*_ORDINALS, *(f"{o}s" for o in _ORDINALS if o != "halves")), key=len, reverse=True))
+_FRACTION_CN = re.compile(
+    f"({_CNN}|{_NUM})分之({_CNN}|{_NUM})"
+)  # 百分之三 = 3%, 千分之三 = 3‰, 三分之一 = 1/3
+_ORDINAL = "|".join(
+    sorted((*_ORDINALS, *(f"{o}s" for o in _ORDINALS if o != "halves")), key=len, reverse=True)
+)
 _FRACTION_EN = re.compile(rf"{_NOT_AFTER_LETTER}(?:(a|an|{_WORD_NUM}|\d+)[\s-]+)?({_ORDINAL})\b(?!-)")
-_HALF_CN = re.compile(f"([{_CN_NUM}]+|\\d+)(?:个半({_UNIT_ALT_CN}|月)|({_UNIT_ALT_CN})半)")  # 一年半, 两个半小时
+_HALF_CN = re.compile(
+    f"([{_CN_NUM}]+|\\d+)(?:个半({_UNIT_ALT_CN}|月)|({_UNIT_ALT_CN})半)"
+)  # 一年半, 两个半小时
 _HALF_EN = re.compile(
     rf"{_NOT_AFTER_LETTER}(?:(a|an|one|{_WORD_NUM}|\d+)\s+({_UNIT_ALT})\s+and\s+a\s+half|half\s+(?:a|an)\s+({_UNIT_ALT}))\b"
 )  # a year and a half, half a year
 _HALF_ALONE_CN = re.compile(f"(?<![{_CN_NUM}0-9个])半个?({_UNIT_ALT_CN}|月)")  # 半年, 半个月, 半小时
-_TENTHS_CN = re.compile(f"([{_CN_NUM}]+|\\d+)(米|块|元)([一二三四五六七八九])(?![{_CN_NUM}点个]|{_UNIT_ALT_CN})")  # 一米二
+_TENTHS_CN = re.compile(
+    f"([{_CN_NUM}]+|\\d+)(米|块|元)([一二三四五六七八九])(?![{_CN_NUM}点个]|{_UNIT_ALT_CN})"
+)  # 一米二
 _AMOUNT = (
     rf"(?:(us\$|\$|¥|€)\s?)?(?:({_NUM})|{_NOT_AFTER_LETTER}({_WORD_NUM})|({_CNN}))"
     rf"(?:\s?(thousand|million|billion|万|亿))?"
@@ -307,7 +415,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
     s = unicodedata.normalize("NFKC", text).casefold()
     out: list[Fact] = []
 
-    def add(kind: str, token: str, *extra: str, parts: tuple[str, ...] = (), value: str | None = None) -> None:
+    def add(
+        kind: str, token: str, *extra: str, parts: tuple[str, ...] = (), value: str | None = None
+    ) -> None:
         keys = frozenset((token, *extra, *([value] if value else [])))
         out.append(Fact(kind=kind, token=token, keys=keys, parts=parts, value=value))
 
@@ -350,7 +460,16 @@ def _facts(text: str) -> tuple[Fact, ...]:
 
     def range_(m: re.Match[str]) -> None:
         lo, hi, unit = _digits(m.group(1)), _digits(m.group(2)), _unit(m.group(3)) or ""
-        add("range", f"{lo}-{hi}{unit}", f"{lo}-{hi}", lo, hi, f"{lo}{unit}", f"{hi}{unit}", parts=(f"{lo}{unit}", f"{hi}{unit}"))
+        add(
+            "range",
+            f"{lo}-{hi}{unit}",
+            f"{lo}-{hi}",
+            lo,
+            hi,
+            f"{lo}{unit}",
+            f"{hi}{unit}",
+            parts=(f"{lo}{unit}", f"{hi}{unit}"),
+        )
 
     def quantity(m: re.Match[str]) -> bool | None:
         got = _amount(m)
@@ -373,7 +492,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
             return False  # glued to letters: an identifier (3d, 5x)
         if spelled and words is not None and unit is None and value == 0:
             return False
-        written = m.group(6) if m.group(6) is not None else unit  # the unit as written, else the currency sign's
+        written = (
+            m.group(6) if m.group(6) is not None else unit
+        )  # the unit as written, else the currency sign's
         if unit in ("%", "‰"):
             add("percent", f"{number}{unit}", number, value=value_key(value, unit))
         elif unit is not None:
@@ -387,22 +508,58 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_TITLE, title)
     take(_QUOTE, quote)
     take(_DATE_ISO, lambda m: date(m.group(1), int(m.group(2)), int(m.group(3))))
-    take(_DATE_CN, lambda m: date(_year(m.group(1)) if m.group(1) else None, _small(m.group(2)), _small(m.group(3))))
+    take(
+        _DATE_CN,
+        lambda m: date(_year(m.group(1)) if m.group(1) else None, _small(m.group(2)), _small(m.group(3))),
+    )
     take(_DATE_EN_MDY, lambda m: date(m.group(3), _MONTHS[m.group(1)], int(m.group(2))))
     take(_DATE_EN_DMY, lambda m: date(m.group(3), _MONTHS[m.group(2)], int(m.group(1))))
     take(_DATE_EN_MY, lambda m: date(m.group(2), _MONTHS[m.group(1)], None))
     take(_YEAR_CN, lambda m: add("number", m.group(1)))
-    take(_TIME, lambda m: add("time", f"{int(m.group(1))}:{m.group(2)}") if int(m.group(1)) < 24 and int(m.group(2)) < 60 else False)
+    take(
+        _TIME,
+        lambda m: (
+            add("time", f"{int(m.group(1))}:{m.group(2)}")
+            if int(m.group(1)) < 24 and int(m.group(2)) < 60
+            else False
+        ),
+    )
     take(_FRACTION_CN, lambda m: _fraction(_cn_amount(m.group(2)), _cn_amount(m.group(1)), add))
     take(_HALF_EN, lambda m: _half_en(m, add))
-    take(_FRACTION_EN, lambda m: _fraction(_en_amount(m.group(1)), Decimal(_ORDINALS[m.group(2).removesuffix("s")
-                                                                            if m.group(2) != "halves" else "half"]), add))
-    take(_HALF_CN, lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2) or m.group(3), Decimal("0.5"), add))
+    take(
+        _FRACTION_EN,
+        lambda m: _fraction(
+            _en_amount(m.group(1)),
+            Decimal(_ORDINALS[m.group(2).removesuffix("s") if m.group(2) != "halves" else "half"]),
+            add,
+        ),
+    )
+    take(
+        _HALF_CN,
+        lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2) or m.group(3), Decimal("0.5"), add),
+    )
     take(_HALF_ALONE_CN, lambda m: _unit_amount(Decimal(0), m.group(1), Decimal("0.5"), add))
-    take(_TENTHS_CN, lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2), Decimal(cn_number(m.group(3)) or 0) / 10, add))
+    take(
+        _TENTHS_CN,
+        lambda m: _unit_amount(
+            _cn_amount(m.group(1)), m.group(2), Decimal(cn_number(m.group(3)) or 0) / 10, add
+        ),
+    )
     take(_VERSION, lambda m: add("number", m.group(1)))
-    take(_RATE_EN, lambda m: _rate(m.group(2), m.group(3) or _CURRENCY_WORD.get((m.group(1) or "").strip()),
-                                   m.group(5), m.group(6), add) if _plain(m.group(4)) else False)
+    take(
+        _RATE_EN,
+        lambda m: (
+            _rate(
+                m.group(2),
+                m.group(3) or _CURRENCY_WORD.get((m.group(1) or "").strip()),
+                m.group(5),
+                m.group(6),
+                add,
+            )
+            if _plain(m.group(4))
+            else False
+        ),
+    )
     take(_RATE_CN_PER_FIRST, lambda m: _rate(m.group(3), m.group(4), m.group(1), m.group(2), add))
     take(_RATE_CN_SLASH, lambda m: _rate(m.group(1), m.group(2), m.group(3), m.group(4), add))
     take(_BETWEEN, range_)
@@ -467,8 +624,10 @@ _CURRENCY_WORD = {"$": "dollars", "us$": "dollars", "€": "euros"}
 def _plain(words: str) -> bool:
     """Words between a rate's amount and its `per` that hold no number or unit (`500 mg three times a day` is no
     rate of 500 mg a day)."""
-    return not any(w in _UNITS or w in ("once", "twice", "thrice") or words_number([w]) is not None
-                   for w in words.split())
+    return not any(
+        w in _UNITS or w in ("once", "twice", "thrice") or words_number([w]) is not None
+        for w in words.split()
+    )
 
 
 def _rate(amount: str, unit_word: str | None, per_amount: str | None, per_word: str, add) -> bool | None:  # noqa: ANN001
@@ -487,7 +646,11 @@ def _rate(amount: str, unit_word: str | None, per_amount: str | None, per_word: 
         (fam, mag), (per_fam, per_mag) = top.split(":", 1), bottom.split(":", 1)
         ratio = format(float(f"{float(mag) / float(per_mag):.9g}"), ".9g")
         value = f"ratio:{ratio}" if fam == per_fam else f"{fam}/{per_fam}:{ratio}"
-    parts = [f"{_fmt(num)}{code}", *([f"{_fmt(den)}{per_code}"] if per_amount else []), *(k for k in (top, bottom) if k)]
+    parts = [
+        f"{_fmt(num)}{code}",
+        *([f"{_fmt(den)}{per_code}"] if per_amount else []),
+        *(k for k in (top, bottom) if k),
+    ]
     add("rate", f"{_fmt(num)}{code}/{_fmt(den) if per_amount else ''}{per_code}", *parts, value=value)
     return None
 
@@ -513,8 +676,10 @@ def missing_fact(statement_facts: list[Fact], support_norm: str, support_keys: f
         if f.kind in ("title", "quote"):
             if f.token[1:-1] not in support_norm:
                 return f.token
-        elif f.token not in support_keys and f.value not in support_keys and not (
-            f.parts and all(p in support_keys for p in f.parts)
+        elif (
+            f.token not in support_keys
+            and f.value not in support_keys
+            and not (f.parts and all(p in support_keys for p in f.parts))
         ):
             return f.token
     return None

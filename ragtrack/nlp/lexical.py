@@ -22,7 +22,9 @@ __all__ = ["content_tokens", "coverage", "split_statements"]
 # SPEC §3: sentence ends 。！？!?；; and `.` followed by whitespace or the end, and newlines.
 _SPLIT = re.compile(r"[。！？!?；;\n]+|\.(?=\s|$)")
 _HAS_CONTENT = re.compile(r"[^\W_]")
-_CITATIONS = re.compile(r"citations\s*:\s*\[[^\]]*\]", re.IGNORECASE)  # as ragtrack.scorers.refusal_citation reads them  # a letter, digit or ideograph: a piece of only punctuation is dropped
+_CITATIONS = re.compile(
+    r"citations\s*:\s*\[[^\]]*\]", re.IGNORECASE
+)  # as ragtrack.scorers.refusal_citation reads them  # a letter, digit or ideograph: a piece of only punctuation is dropped
 
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")

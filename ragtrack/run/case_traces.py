@@ -74,11 +74,21 @@ def case_traces(result: RunResult) -> list[CaseTrace]:
     for out in result.outputs:
         name, source = out.info.name, f"{out.info.name}@{out.info.version}"
         scored = {cs.case_id: cs.values for cs in out.cases}
-        columns = list(dict.fromkeys(k for cs in out.cases for k, v in cs.values.items()
-                                     if k.rpartition("/")[2] not in RATIONALE_COLUMNS and _assessable(v)))
+        columns = list(
+            dict.fromkeys(
+                k
+                for cs in out.cases
+                for k, v in cs.values.items()
+                if k.rpartition("/")[2] not in RATIONALE_COLUMNS and _assessable(v)
+            )
+        )
         for case in result.eval_set.cases:
             values = scored.get(case.id, {})
-            reasons = [str(v) for k, v in values.items() if k.rpartition("/")[2] in RATIONALE_COLUMNS and _assessable(v)]
+            reasons = [
+                str(v)
+                for k, v in values.items()
+                if k.rpartition("/")[2] in RATIONALE_COLUMNS and _assessable(v)
+            ]
             rationale = redact_text("; ".join(reasons)) if reasons else None
             why = None
             for k in columns:
@@ -87,10 +97,22 @@ def case_traces(result: RunResult) -> list[CaseTrace]:
                     continue
                 if not _assessable(v):
                     v, why = None, why or rationale or _not_scored(name, case)
-                by_case[case.id].append(CaseAssessment(name=k, value=v, source=source,  # type: ignore[arg-type]
-                                                       rationale=rationale if v is not None else why))
+                by_case[case.id].append(
+                    CaseAssessment(
+                        name=k,
+                        value=v,
+                        source=source,  # type: ignore[arg-type]
+                        rationale=rationale if v is not None else why,
+                    )
+                )
     return [
-        CaseTrace(case_id=case.id, question=case.question, answer=pred.answer, contexts=pred.contexts,
-                  latency_ms=pred.latency_ms, assessments=by_case[case.id])
+        CaseTrace(
+            case_id=case.id,
+            question=case.question,
+            answer=pred.answer,
+            contexts=pred.contexts,
+            latency_ms=pred.latency_ms,
+            assessments=by_case[case.id],
+        )
         for case, pred in zip(result.eval_set.cases, result.generation.predictions, strict=True)
     ]

@@ -27,12 +27,14 @@ JOB_KEY_TAG = "ragtrack.job_key"
 def job_key(stages: Sequence[Stage]) -> str:
     """The key of a prepared job (its stages as `runner.prepare` returns them)."""
     full = stages[-1]  # a staged job's dev subset is drawn from the full set by config (seed, n)
-    return sha256_json({
-        "config_sha256": full.cfg.sha256,
-        "eval_set_version": full.eval_set.version,
-        "prompt_sha256": full.prompt.sha256,
-        "index_version": full.index_version,
-        "generator": full.generator.info.model_dump(mode="json"),
-        "generator_provenance": full.generation.provenance if full.generation is not None else {},
-        "scorers": [s.info.model_dump(mode="json") for s in full.scorers],
-    })
+    return sha256_json(
+        {
+            "config_sha256": full.cfg.sha256,
+            "eval_set_version": full.eval_set.version,
+            "prompt_sha256": full.prompt.sha256,
+            "index_version": full.index_version,
+            "generator": full.generator.info.model_dump(mode="json"),
+            "generator_provenance": full.generation.provenance if full.generation is not None else {},
+            "scorers": [s.info.model_dump(mode="json") for s in full.scorers],
+        }
+    )

@@ -8,7 +8,9 @@ from ragtrack.core.types import GateResult, RunManifest, RunResult, ScorerOutput
 
 __all__ = ["REPORT_TABLE_ROWS", "capped_tables", "render_report", "render_scorer_report", "run_label"]
 
-REPORT_TABLE_ROWS = 500  # rows a report's per-case table shows (a 100,000-case table would be 5 MB of Markdown)
+REPORT_TABLE_ROWS = (
+    500  # rows a report's per-case table shows (a 100,000-case table would be 5 MB of Markdown)
+)
 
 
 def _gates_table(gates: list[GateResult]) -> list[str]:
@@ -60,7 +62,10 @@ def capped_tables(md: str, limit: int = REPORT_TABLE_ROWS) -> str:
                 continue
         else:
             if hidden:
-                out += ["", f"… and {hidden:,} more rows, not shown here: every case's row is in `cases.parquet`."]
+                out += [
+                    "",
+                    f"… and {hidden:,} more rows, not shown here: every case's row is in `cases.parquet`.",
+                ]
             rows = hidden = 0
         out.append(line)
     return "\n".join(out[:-1])
@@ -102,15 +107,22 @@ def render_report(result: RunResult) -> str:
         lines += ["", "## Predictions", ""]
         lines += [f"- Warning: {w}" for w in g.warnings]
         if g.n_outside_subset:
-            lines.append(f"- Predictions for cases outside this dev subset (not scored, not unmatched): {g.n_outside_subset}")
+            lines.append(
+                f"- Predictions for cases outside this dev subset (not scored, not unmatched): {g.n_outside_subset}"
+            )
         if g.missing_ids:
-            lines.append(f"- Cases without a prediction (scored as empty answers): {_list(g.missing_ids, g.n_missing)}")
+            lines.append(
+                f"- Cases without a prediction (scored as empty answers): {_list(g.missing_ids, g.n_missing)}"
+            )
         if g.unmatched_keys:
             lines.append(f"- Predictions that match no case: {_list(g.unmatched_keys, g.n_unmatched)}")
     if result.gates or m.dropped_gates:
         lines += ["", "## Gates", "", *_gates_table(result.gates)]
     if m.dropped_gates:
-        lines += ["", f"Not applicable (they read only metrics of scorers that did not run): {', '.join(m.dropped_gates)}"]
+        lines += [
+            "",
+            f"Not applicable (they read only metrics of scorers that did not run): {', '.join(m.dropped_gates)}",
+        ]
     lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in sorted(result.metrics.items())]
     for out in result.outputs:

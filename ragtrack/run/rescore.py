@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragtrack.core.errors import InputError
 from ragtrack.inputs.archive import ArchivedRun
 from ragtrack.inputs.config import RunConfig
-from ragtrack.core.errors import InputError
 from ragtrack.run.trust import SCORING_KEYS, apply_overrides
 
 __all__ = ["RESCORED_FROM_TAG", "SCORING_KEYS", "apply_overrides", "rescore_config"]
@@ -30,7 +30,9 @@ __all__ = ["RESCORED_FROM_TAG", "SCORING_KEYS", "apply_overrides", "rescore_conf
 RESCORED_FROM_TAG = "ragtrack.rescored_from"
 
 
-def rescore_config(config: dict[str, Any], archive: ArchivedRun, *, uri: str, experiment: str, run_name: str) -> RunConfig:
+def rescore_config(
+    config: dict[str, Any], archive: ArchivedRun, *, uri: str, experiment: str, run_name: str
+) -> RunConfig:
     """A run configuration that scores the archive's answers as `config` says.
 
     Inputs come from the archive (eval files, prompt, predictions replayed); the index is
@@ -42,7 +44,11 @@ def rescore_config(config: dict[str, Any], archive: ArchivedRun, *, uri: str, ex
         eval_set={"name": m.eval_set_name, "files": [str(p) for p in archive.eval_paths]},
         prompt={"version": m.prompt_version, "path": str(archive.prompt_path)},
         generator={"name": "replay", "params": {"path": str(archive.predictions_path)}},
-        index={"name": (config.get("index") or {}).get("name", "index"), "version": m.index_version, "path": None},
+        index={
+            "name": (config.get("index") or {}).get("name", "index"),
+            "version": m.index_version,
+            "path": None,
+        },
         stages={**(config.get("stages") or {}), "enabled": False},
         tracking={"enabled": True, "uri": uri, "experiment": experiment, "run_name": run_name},
     )

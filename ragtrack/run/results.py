@@ -44,7 +44,7 @@ def case_rows(
     return rows
 
 
-def cases_frame(result: RunResult) -> "pandas.DataFrame":
+def cases_frame(result: RunResult) -> pandas.DataFrame:
     import pandas as pd
 
     return pd.DataFrame(case_rows(result.eval_set.cases, result.generation.predictions, result.outputs))

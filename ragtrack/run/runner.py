@@ -22,27 +22,51 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack import __version__
-from ragtrack.inputs.config import RunConfig
-from ragtrack.core.errors import InputError, not_found
-from ragtrack.inputs.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.analysis.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
-from ragtrack.generators import Generator, build_generator
+from ragtrack.core.errors import InputError, not_found
 from ragtrack.core.hashing import sha1_file
+from ragtrack.core.provenance import git_state
+from ragtrack.core.types import (
+    EvalCase,
+    EvalSet,
+    GateResult,
+    GateSpec,
+    Generation,
+    IndexManifest,
+    RunManifest,
+    RunResult,
+    ScorerOutput,
+    ScoreValue,
+)
+from ragtrack.generators import Generator, build_generator
+from ragtrack.inputs.config import RunConfig
+from ragtrack.inputs.eval_sets import load_eval_set, subset_eval_set
 from ragtrack.inputs.predictions import PredictionRecord, match_prediction_file, match_predictions
 from ragtrack.inputs.prompts import Prompt, load_prompt
-from ragtrack.core.provenance import git_state
 from ragtrack.run.results import case_rows
 from ragtrack.scorers import Batch, Scorer, build_scorer
 from ragtrack.scorers.base import check_applicable
-from ragtrack.core.types import EvalCase, EvalSet, GateResult, GateSpec, Generation, IndexManifest, RunManifest, RunResult, ScorerOutput, ScoreValue
 
 if TYPE_CHECKING:
     from ragtrack.index.build import IndexSpec
     from ragtrack.run.trust import Caller
 
 __all__ = [
-    "PACKAGES", "ConfigScoring", "FileScores", "Stage", "StageSink", "config_scoring", "execute_stage", "index_version", "package_versions",
-    "prepare", "run", "run_job", "run_stages", "score", "score_files",
+    "PACKAGES",
+    "ConfigScoring",
+    "FileScores",
+    "Stage",
+    "StageSink",
+    "config_scoring",
+    "execute_stage",
+    "index_version",
+    "package_versions",
+    "prepare",
+    "run",
+    "run_job",
+    "run_stages",
+    "score",
+    "score_files",
 ]
 
 # The libraries whose versions can change a number or its record; logged with every run.
@@ -57,7 +81,9 @@ class Stage(BaseModel):
     kind: Literal["full", "dev"]
     cfg: RunConfig
     eval_set: EvalSet
-    all_cases: list[EvalCase]  # the full eval set's cases: a dev stage's predictions for the others are not "unmatched"
+    all_cases: list[
+        EvalCase
+    ]  # the full eval set's cases: a dev stage's predictions for the others are not "unmatched"
     prompt: Prompt
     index_version: str
     index: IndexManifest | None = None  # a built index's manifest
@@ -122,30 +148,53 @@ def prepare(cfg: RunConfig, *, staged: bool | None = None, prompt: Prompt | None
     generator = build_generator(cfg.generator.name, cfg.generator.params)
     gates, dropped = applicable_gates(parse_gates(cfg.gates), [s.name for s in scorers])
     if staged and cfg.stages.dev_gate not in {g.name for g in gates}:
-        why = "reads only metrics of scorers that do not run" if cfg.stages.dev_gate in cfg.gates else f"no such gate (gates: {sorted(cfg.gates)})"
+        why = (
+            "reads only metrics of scorers that do not run"
+            if cfg.stages.dev_gate in cfg.gates
+            else f"no such gate (gates: {sorted(cfg.gates)})"
+        )
         raise InputError("config", f"dev gate {cfg.stages.dev_gate!r}: {why}", field="stages.dev_gate")
     eval_set, loaded = load_eval_set(cfg.eval_set.files, name=cfg.eval_set.name)
     check_applicable(scorers, eval_set)
     if prompt is None:
         if cfg.prompt.path is None:
-            raise InputError("config", "a Prompt Registry prompt is fetched from a tracking store, which this command "
-                             "does not open: run it with `ragtrack run`", field="prompt.uri")
+            raise InputError(
+                "config",
+                "a Prompt Registry prompt is fetched from a tracking store, which this command "
+                "does not open: run it with `ragtrack run`",
+                field="prompt.uri",
+            )
         prompt = load_prompt(cfg.prompt.path, cfg.prompt.label)
     spec = _index_spec(cfg)
     if generator.uses_index:
         if spec is None and not generator.index_optional:
-            raise InputError("config", f"generator {generator.name!r} retrieves from a built index, and index {cfg.index.name!r} "
-                             "is a recorded one: choose an index with `corpus`, `chunker` and `embedder` (e.g. index=small_chunks)", field="index")
+            raise InputError(
+                "config",
+                f"generator {generator.name!r} retrieves from a built index, and index {cfg.index.name!r} "
+                "is a recorded one: choose an index with `corpus`, `chunker` and `embedder` (e.g. index=small_chunks)",
+                field="index",
+            )
         generator.index = spec
-    common = dict(cfg=cfg, all_cases=eval_set.cases, prompt=prompt, index_version=index_version(cfg, spec),
-                  index=spec.manifest if spec else None, scorers=scorers, generator=generator, gates=gates, dropped_gates=[g.name for g in dropped])
+    common = dict(
+        cfg=cfg,
+        all_cases=eval_set.cases,
+        prompt=prompt,
+        index_version=index_version(cfg, spec),
+        index=spec.manifest if spec else None,
+        scorers=scorers,
+        generator=generator,
+        gates=gates,
+        dropped_gates=[g.name for g in dropped],
+    )
     sets: list[tuple[Literal["full", "dev"], EvalSet]] = [("full", eval_set)]
     if staged:
         sets.insert(0, ("dev", subset_eval_set(eval_set, loaded, cfg.stages.dev_n, cfg.stages.dev_seed)))
     stages = [Stage(kind=kind, eval_set=es, generation=None, load_s=0.0, **common) for kind, es in sets]
     known = [generator.prepare(s.all_cases, prompt.text, keep=s.keep) for s in stages]
     load_s = time.perf_counter() - t0
-    return [s.model_copy(update={"generation": g, "load_s": load_s}) for s, g in zip(stages, known, strict=True)]
+    return [
+        s.model_copy(update={"generation": g, "load_s": load_s}) for s, g in zip(stages, known, strict=True)
+    ]
 
 
 def execute_stage(stage: Stage) -> RunResult:
@@ -258,7 +307,9 @@ class ConfigScoring(BaseModel):
     notes: list[str]  # settings of the config replaced by the caller's
 
 
-def config_scoring(path: Path, caller: Caller | None = None, *, sections: Sequence[str] = ("scorers", "gates")) -> ConfigScoring:
+def config_scoring(
+    path: Path, caller: Caller | None = None, *, sections: Sequence[str] = ("scorers", "gates")
+) -> ConfigScoring:
     """The scorers (with their parameters) and gates of a run's archived `config.yaml`.
 
     The caller's overrides are applied first (keys in `sections`); what the
@@ -272,7 +323,9 @@ def config_scoring(path: Path, caller: Caller | None = None, *, sections: Sequen
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise InputError(str(path), "expected a run's config.yaml (a mapping with `scorers` and `gates`)")
-    settled = settle(apply_overrides(raw, caller.overrides, sections=sections), "scorers", caller, where=str(path))
+    settled = settle(
+        apply_overrides(raw, caller.overrides, sections=sections), "scorers", caller, where=str(path)
+    )
     try:
         cfg = RunConfig.from_container(settled.config)
     except InputError as e:
@@ -281,7 +334,9 @@ def config_scoring(path: Path, caller: Caller | None = None, *, sections: Sequen
         scorers = [build_scorer(name, params) for name, params in cfg.scorers.items()]
     except InputError as e:  # name the file the parameters came from
         raise InputError(str(path), e.problem, where=e.file, field=e.field) from None
-    return ConfigScoring(scorers=scorers, gates=parse_gates(cfg.gates, where=f"{path}: gates"), notes=settled.notes)
+    return ConfigScoring(
+        scorers=scorers, gates=parse_gates(cfg.gates, where=f"{path}: gates"), notes=settled.notes
+    )
 
 
 def score_files(
@@ -301,8 +356,15 @@ def score_files(
         generation = match_predictions(predictions, eval_set.cases)
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, kept)
     rows = case_rows(eval_set.cases, generation.predictions, outputs)
-    return FileScores(eval_set=eval_set, generation=generation, outputs=outputs, metrics=metrics, gates=gate_results,
-                      dropped_gates=[g.name for g in dropped], rows=rows)
+    return FileScores(
+        eval_set=eval_set,
+        generation=generation,
+        outputs=outputs,
+        metrics=metrics,
+        gates=gate_results,
+        dropped_gates=[g.name for g in dropped],
+        rows=rows,
+    )
 
 
 # A sink opens a context for one stage ("full", "dev", or the "staged" parent around

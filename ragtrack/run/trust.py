@@ -31,7 +31,17 @@ from pydantic import BaseModel, ConfigDict
 from ragtrack.core.errors import InputError
 from ragtrack.core.registry import Reach
 
-__all__ = ["SCORING_KEYS", "Caller", "Refused", "Setting", "Settled", "apply_overrides", "reach_keys", "settings", "settle"]
+__all__ = [
+    "SCORING_KEYS",
+    "Caller",
+    "Refused",
+    "Setting",
+    "Settled",
+    "apply_overrides",
+    "reach_keys",
+    "settings",
+    "settle",
+]
 
 SCORING_KEYS = ("scorers", "gates")  # what a caller's overrides may change in someone else's config
 
@@ -92,8 +102,10 @@ class Refused(InputError):
     def __init__(self, where: str, settings: Sequence[Setting]) -> None:
         self.settings = list(settings)
         lines = [f"  {s.show()}: {_fix(s)}" for s in settings]
-        problem = ("the config comes from the run's artifacts; these settings reach outside this process and are not used "
-                   "without your word:\n" + "\n".join(lines))
+        problem = (
+            "the config comes from the run's artifacts; these settings reach outside this process and are not used "
+            "without your word:\n" + "\n".join(lines)
+        )
         super().__init__(where, problem)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -134,7 +146,9 @@ def _walk(cls: type[BaseModel], raw: Mapping[str, Any], prefix: str) -> Iterator
             yield from _walk(sub, value, key)
 
 
-def _section(config: Mapping[str, Any], section: str) -> Iterator[tuple[type[BaseModel], Mapping[str, Any], str]]:
+def _section(
+    config: Mapping[str, Any], section: str
+) -> Iterator[tuple[type[BaseModel], Mapping[str, Any], str]]:
     """Each (parameter model, raw values, key prefix) of `section`: one per scorer, or the index."""
     raw = config.get(section)
     if section == "index":
@@ -205,7 +219,9 @@ def settle(config: Mapping[str, Any], section: str, caller: Caller, *, where: st
         elif s.kind in ("env", "cache"):
             _set(out, s.key, caller.llm_api_key_env if s.kind == "env" else None)
             if s.present and s.value is not None and s.value != caller.llm_api_key_env:
-                yours = (f"${caller.llm_api_key_env} (--llm-api-key-env)" if caller.llm_api_key_env else "no key")
+                yours = (
+                    f"${caller.llm_api_key_env} (--llm-api-key-env)" if caller.llm_api_key_env else "no key"
+                )
                 mine = "your own default cache folder" if s.kind == "cache" else yours
                 notes.append(f"{s.key}: the run's {s.value!r} not used; {mine}")
         elif s.value != s.default:
@@ -224,11 +240,19 @@ def _value(text: str, override: str) -> Any:
     try:
         return yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError as e:
-        raise InputError("overrides", f"value is not YAML: {str(e).splitlines()[0]}", field=override) from None
+        raise InputError(
+            "overrides", f"value is not YAML: {str(e).splitlines()[0]}", field=override
+        ) from None
 
 
-def apply_overrides(config: dict[str, Any], overrides: Sequence[str], *, sections: Sequence[str] = SCORING_KEYS,
-                    only: set[str] | None = None, why: str = "") -> dict[str, Any]:
+def apply_overrides(
+    config: dict[str, Any],
+    overrides: Sequence[str],
+    *,
+    sections: Sequence[str] = SCORING_KEYS,
+    only: set[str] | None = None,
+    why: str = "",
+) -> dict[str, Any]:
     """`config` with the caller's `KEY=VALUE` overrides applied in order (Hydra-style, with OmegaConf).
 
     A key must lie in one of `sections` (and be one of `only`, when given); `why` ends the
@@ -243,16 +267,28 @@ def apply_overrides(config: dict[str, Any], overrides: Sequence[str], *, section
         key, sep, text = o.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise InputError("overrides", "expected KEY=VALUE, e.g. scorers.eval_json_v2.jaccard_threshold=0.8", field=o)
+            raise InputError(
+                "overrides", "expected KEY=VALUE, e.g. scorers.eval_json_v2.jaccard_threshold=0.8", field=o
+            )
         if key.split(".")[0] not in sections or (only is not None and key not in only):
-            allowed = ", ".join(f"{s}.…" for s in sections) if only is None else ", ".join(sorted(only)) or "(none)"
-            raise InputError("overrides", f"`{key}` cannot be changed here (allowed: {allowed}){why}", field=o)
+            allowed = (
+                ", ".join(f"{s}.…" for s in sections) if only is None else ", ".join(sorted(only)) or "(none)"
+            )
+            raise InputError(
+                "overrides", f"`{key}` cannot be changed here (allowed: {allowed}){why}", field=o
+            )
         value = _value(text, o)
         try:
             if key == "scorers":
-                names = value if isinstance(value, list) else [n.strip() for n in str(value or "").split(",") if n.strip()]
+                names = (
+                    value
+                    if isinstance(value, list)
+                    else [n.strip() for n in str(value or "").split(",") if n.strip()]
+                )
                 if not names:
-                    raise InputError("overrides", "name at least one scorer, e.g. scorers=refusal_citation", field=o)
+                    raise InputError(
+                        "overrides", "name at least one scorer, e.g. scorers=refusal_citation", field=o
+                    )
                 logged = OmegaConf.to_container(conf.scorers) if "scorers" in conf else {}
                 conf.scorers = {str(n): logged.get(str(n)) for n in names}  # type: ignore[union-attr]
             else:

@@ -18,7 +18,15 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack.core.errors import InputError
 from ragtrack.core.registry import Component, Params, Registry
-from ragtrack.core.types import EvalCase, EvalFormat, EvalSet, Generation, Prediction, ScorerOutput, ScoreValue
+from ragtrack.core.types import (
+    EvalCase,
+    EvalFormat,
+    EvalSet,
+    Generation,
+    Prediction,
+    ScorerOutput,
+    ScoreValue,
+)
 
 __all__ = [
     "SCORERS",
@@ -51,7 +59,7 @@ class Batch(BaseModel):
     duplicates_dropped: int = 0
 
     @classmethod
-    def from_generation(cls, cases: Sequence[EvalCase], generation: Generation) -> "Batch":
+    def from_generation(cls, cases: Sequence[EvalCase], generation: Generation) -> Batch:
         return cls(
             cases=list(cases),
             predictions=generation.predictions,
@@ -68,7 +76,9 @@ Section = Literal["expected", "gold", "reference"]
 SECTION_FORMATS: dict[str, EvalFormat] = {"expected": "question_v2", "gold": "qaset", "reference": "rag"}
 
 
-CaseColumns = Mapping[str, Sequence[ScoreValue]]  # per-case columns by name, as in `cases.parquet` (one value per case)
+CaseColumns = Mapping[
+    str, Sequence[ScoreValue]
+]  # per-case columns by name, as in `cases.parquet` (one value per case)
 
 
 class CaseTerms(BaseModel):
@@ -102,7 +112,9 @@ def present(v: ScoreValue) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def mean_terms(metric: str, values: Sequence[ScoreValue], *, binary: bool = False, higher_is_better: bool = True) -> CaseTerms:
+def mean_terms(
+    metric: str, values: Sequence[ScoreValue], *, binary: bool = False, higher_is_better: bool = True
+) -> CaseTerms:
     """Terms of a plain mean over the cases that have a value (`mean_or_nan` of a column)."""
     return CaseTerms(
         metric=metric,
@@ -122,7 +134,9 @@ class Scorer(Component):
 
     kind: ClassVar[str] = "scorers"
     section: ClassVar[Section | None] = None
-    headline: ClassVar[str | None] = None  # the metric that sums the scorer up (its overall figure), if it has one
+    headline: ClassVar[str | None] = (
+        None  # the metric that sums the scorer up (its overall figure), if it has one
+    )
 
     @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:
@@ -158,9 +172,13 @@ def check_applicable(scorers: Sequence[Scorer], eval_set: EvalSet) -> None:
         )
 
 
-SCORERS: Registry[Scorer] = Registry("scorers", {
-    name: f"ragtrack.scorers.{name}" for name in ("earag", "eval_json_v2", "rag", "refusal_citation", "rubric_judge")
-})
+SCORERS: Registry[Scorer] = Registry(
+    "scorers",
+    {
+        name: f"ragtrack.scorers.{name}"
+        for name in ("earag", "eval_json_v2", "rag", "refusal_citation", "rubric_judge")
+    },
+)
 register_scorer = SCORERS.register
 scorer_names = SCORERS.names
 get_scorer_class = SCORERS.get
@@ -170,5 +188,3 @@ build_scorer = SCORERS.build
 def mean_or_nan(values: Sequence[float]) -> float:
     """Mean via `math.fsum` (correctly rounded, so bit-identical run to run); NaN when empty."""
     return math.fsum(values) / len(values) if values else math.nan
-
-

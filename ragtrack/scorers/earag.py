@@ -35,13 +35,22 @@ from collections.abc import Callable, Sequence
 
 from pydantic import Field, field_validator
 
+from ragtrack.core.types import CaseScore, EvalCase, ScoreValue
 from ragtrack.nlp.entities import Entity, extract, occurs
 from ragtrack.scorers import earag_llm
 from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
 from ragtrack.scorers.judge import RagJudge
 from ragtrack.scorers.llm_judge import LlmJudge
-from ragtrack.scorers.rag import NO_ANSWER, NO_CONTEXTS, EmbeddingScorer, Metric, RagInputs, SupportParams, aggregate_means, faithfulness
-from ragtrack.core.types import CaseScore, EvalCase, ScoreValue
+from ragtrack.scorers.rag import (
+    NO_ANSWER,
+    NO_CONTEXTS,
+    EmbeddingScorer,
+    Metric,
+    RagInputs,
+    SupportParams,
+    aggregate_means,
+    faithfulness,
+)
 
 __all__ = ["DIMENSIONS", "EaragParams", "EaragScorer", "dimensions", "level_of"]
 
@@ -56,12 +65,20 @@ class EaragParams(SupportParams):
 
     weights: dict[str, float] = Field(
         default_factory=lambda: {
-            "entity_coverage": 0.30, "faithfulness": 0.25, "relevancy": 0.15, "sufficiency": 0.15, "hallucination": -0.15,
+            "entity_coverage": 0.30,
+            "faithfulness": 0.25,
+            "relevancy": 0.15,
+            "sufficiency": 0.15,
+            "hallucination": -0.15,
         }
     )
     thresholds: dict[str, float] = Field(
         default_factory=lambda: {
-            "entity_coverage": 0.8, "faithfulness": 0.7, "relevancy": 0.7, "sufficiency": 0.8, "hallucination": 0.2,
+            "entity_coverage": 0.8,
+            "faithfulness": 0.7,
+            "relevancy": 0.7,
+            "sufficiency": 0.8,
+            "hallucination": 0.2,
         }
     )
     levels: dict[str, float] = Field(default_factory=lambda: {"优秀": 0.8, "良好": 0.7, "一般": 0.6})
@@ -71,8 +88,12 @@ class EaragParams(SupportParams):
     unverified_ratio: float = 0.2  # diagnose unverified entities above this unmatched_ratio
     high_risk_hallucination: float = 0.5
     regenerate_below: float = 0.7  # overall below this: "建议重新生成答案"
-    max_text_length: int = Field(1000, ge=1)  # llm backend: characters of a text shown for entity extraction (the seed's)
-    faithfulness_top_k: int = Field(3, ge=1)  # llm backend: contexts shown for llm_score (the seed's context[:3])
+    max_text_length: int = Field(
+        1000, ge=1
+    )  # llm backend: characters of a text shown for entity extraction (the seed's)
+    faithfulness_top_k: int = Field(
+        3, ge=1
+    )  # llm backend: contexts shown for llm_score (the seed's context[:3])
 
     @field_validator("weights", "thresholds")
     @classmethod
@@ -100,8 +121,14 @@ def _share(part: int, whole: int, empty: float) -> float:
 
 
 def dimensions(
-    inp: RagInputs, graph_entities: list[str] | None, judge: RagJudge, p: EaragParams,
-    q: list[Entity], a: list[Entity], s: Metric, s_column: str,
+    inp: RagInputs,
+    graph_entities: list[str] | None,
+    judge: RagJudge,
+    p: EaragParams,
+    q: list[Entity],
+    a: list[Entity],
+    s: Metric,
+    s_column: str,
 ) -> dict[str, ScoreValue]:
     """Every column of one case (without the `earag/` prefix) from the backend's entities of question (`q`) and
     answer (`a`) and its faithfulness `s` (column `s_column`); `judge` gives the cosine."""
@@ -123,8 +150,16 @@ def dimensions(
     if math.isnan(s.value) and inp.contexts:
         reasons.append(f"faithfulness, hallucination, overall: {s.reason}")
     faith = max(0.0, s.value - p.unmatched_penalty * unmatched) if not math.isnan(s.value) else nan
-    halluc = min(1.0, (1 - faith) + p.hallucination_entity_weight * unmatched) if not math.isnan(faith) else nan
-    dims = {"entity_coverage": coverage, "faithfulness": faith, "relevancy": relevancy, "sufficiency": sufficiency, "hallucination": halluc}
+    halluc = (
+        min(1.0, (1 - faith) + p.hallucination_entity_weight * unmatched) if not math.isnan(faith) else nan
+    )
+    dims = {
+        "entity_coverage": coverage,
+        "faithfulness": faith,
+        "relevancy": relevancy,
+        "sufficiency": sufficiency,
+        "hallucination": halluc,
+    }
     total = math.fsum(p.weights[k] * v for k, v in dims.items())
     overall = total if math.isnan(total) else min(1.0, max(0.0, total))
     issues, diagnosis = _diagnose(dims, overall, unmatched, missing, unverified, uncovered, p)
@@ -146,8 +181,13 @@ def dimensions(
 
 
 def _diagnose(
-    d: dict[str, float], overall: float, unmatched: float, missing: list[Entity], unverified: list[Entity],
-    uncovered: list[Entity], p: EaragParams,
+    d: dict[str, float],
+    overall: float,
+    unmatched: float,
+    missing: list[Entity],
+    unverified: list[Entity],
+    uncovered: list[Entity],
+    p: EaragParams,
 ) -> tuple[list[str], list[str]]:
     """The seed's diagnoses: (codes, messages). A NaN dimension diagnoses nothing."""
     t = p.thresholds
@@ -174,7 +214,10 @@ def _diagnose(
             msgs.append("高风险，建议重新生成答案")
     if not math.isnan(overall):
         level = level_of(overall, p.levels, p.lowest_level)
-        msgs.append(f"答案质量: {level} (评分: {overall:.2f})" + (" - 建议重新生成答案" if overall < p.regenerate_below else ""))
+        msgs.append(
+            f"答案质量: {level} (评分: {overall:.2f})"
+            + (" - 建议重新生成答案" if overall < p.regenerate_below else "")
+        )
     return codes, msgs
 
 
@@ -204,22 +247,36 @@ class EaragScorer(EmbeddingScorer):
         if isinstance(judge, LlmJudge):
             values = self.llm_values(inp, graph, judge)
         else:
-            values = dimensions(inp, graph, judge, self.p, extract(inp.question), extract(inp.answer),
-                                faithfulness(inp, judge), "rag_faithfulness")
+            values = dimensions(
+                inp,
+                graph,
+                judge,
+                self.p,
+                extract(inp.question),
+                extract(inp.answer),
+                faithfulness(inp, judge),
+                "rag_faithfulness",
+            )
         return {f"{NAME}/{k}": v for k, v in values.items()}
 
     def llm_values(self, inp: RagInputs, graph: list[str] | None, judge: LlmJudge) -> dict[str, ScoreValue]:
         """The columns from the seed's LLM prompts, with `llm_fallback`: each fallback taken and why."""
         ask, prompts = judge.batch, self.prompts
-        q, q_failed = earag_llm.llm_entities(ask, prompts["entities"], inp.question, "question", self.p.max_text_length)
-        a, a_failed = earag_llm.llm_entities(ask, prompts["entities"], inp.answer, "answer", self.p.max_text_length)
+        q, q_failed = earag_llm.llm_entities(
+            ask, prompts["entities"], inp.question, "question", self.p.max_text_length
+        )
+        a, a_failed = earag_llm.llm_entities(
+            ask, prompts["entities"], inp.answer, "answer", self.p.max_text_length
+        )
         s_failed = ""
         if not inp.answer.strip():
             s = Metric.nan(NO_ANSWER)
         elif not inp.contexts:
             s = Metric.nan(NO_CONTEXTS)
         else:
-            score, s_failed = earag_llm.llm_score(ask, prompts["faithfulness"], inp.answer, inp.contexts, self.p.faithfulness_top_k)
+            score, s_failed = earag_llm.llm_score(
+                ask, prompts["faithfulness"], inp.answer, inp.contexts, self.p.faithfulness_top_k
+            )
             s = Metric(value=score)
         failed = {"question_entities": q_failed, "answer_entities": a_failed, "llm_score": s_failed}
         values = dimensions(inp, graph, judge, self.p, q, a, s, "llm_score")
@@ -236,22 +293,34 @@ class EaragScorer(EmbeddingScorer):
 
     def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
         out = aggregate_means(rows, NAME, _MEANS)
-        out[f"{NAME}/n_hallucination_high"] = float(sum("hallucination_high" in str(r.values[f"{NAME}/issues"]) for r in rows))
+        out[f"{NAME}/n_hallucination_high"] = float(
+            sum("hallucination_high" in str(r.values[f"{NAME}/issues"]) for r in rows)
+        )
         return out
 
     def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
         return report(rows, metrics, self.trust_note)
 
 
-def report(rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20) -> str:
+def report(
+    rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20
+) -> str:
     """The scorer's section: each dimension's mean and how far it can be trusted (`trust(dimension)`), then diagnoses."""
     lines = [f"## {NAME}", "", "| dimension | mean | cases | reliability |", "|---|---|---|---|"]
     for k in ("overall", *DIMENSIONS):
         mean = metrics[f"{NAME}/{k}"]
-        lines.append(f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{k}_n'])} | {trust(k)} |")
+        lines.append(
+            f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{k}_n'])} | {trust(k)} |"
+        )
     flagged = [r for r in rows if r.values[f"{NAME}/issues"]]
     if flagged:
-        lines += ["", f"### Diagnoses ({len(flagged)} cases, first {min(limit, len(flagged))})", "", "| case | level | diagnosis |", "|---|---|---|"]
+        lines += [
+            "",
+            f"### Diagnoses ({len(flagged)} cases, first {min(limit, len(flagged))})",
+            "",
+            "| case | level | diagnosis |",
+            "|---|---|---|",
+        ]
         for r in flagged[:limit]:
             diag = str(r.values[f"{NAME}/diagnosis"]).replace("|", "\\|")
             lines.append(f"| {r.case_id} | {r.values[f'{NAME}/level'] or 'n/a'} | {diag} |")

@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ragtrack.nlp.entities import Entity, extract
 from ragtrack.inputs.prompts import Prompt, fill_as_data
+from ragtrack.nlp.entities import Entity, extract
+from ragtrack.nlp.text import norm
 from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.scorers.llm_batch import LlmBatch, ReplyError, read_json
-from ragtrack.nlp.text import norm
 
 __all__ = ["FALLBACK_SCORE", "PROMPTS", "llm_entities", "llm_score", "read_entities", "read_score"]
 
@@ -60,12 +60,16 @@ def read_score(text: str) -> float:
     return read_json(text, _score)
 
 
-def llm_entities(batch: LlmBatch, prompt: Prompt, text: str, role: str, max_chars: int) -> tuple[list[Entity], str]:
+def llm_entities(
+    batch: LlmBatch, prompt: Prompt, text: str, role: str, max_chars: int
+) -> tuple[list[Entity], str]:
     """The entities of `text` and, when the seed's fallback (no entities) was taken, why."""
     if not text.strip():
         return [], ""
     try:
-        names = batch.ask(fill_as_data(prompt.text, {"role": role, "text": text[:max_chars]}), read_entities, [])
+        names = batch.ask(
+            fill_as_data(prompt.text, {"role": role, "text": text[:max_chars]}), read_entities, []
+        )
     except JudgeFailure as e:
         return [], str(e)
     found: dict[str, Entity] = {}
@@ -76,10 +80,15 @@ def llm_entities(batch: LlmBatch, prompt: Prompt, text: str, role: str, max_char
     return list(found.values()), ""
 
 
-def llm_score(batch: LlmBatch, prompt: Prompt, answer: str, contexts: list[str], top_k: int) -> tuple[float, str]:
+def llm_score(
+    batch: LlmBatch, prompt: Prompt, answer: str, contexts: list[str], top_k: int
+) -> tuple[float, str]:
     """The seed's `llm_score` of `answer` against its first `top_k` contexts and, when the fallback 0.5 was taken, why."""
     try:
-        return batch.ask(fill_as_data(prompt.text, {"context": "\n".join(contexts[:top_k]), "answer": answer}),
-                         read_score, FALLBACK_SCORE), ""
+        return batch.ask(
+            fill_as_data(prompt.text, {"context": "\n".join(contexts[:top_k]), "answer": answer}),
+            read_score,
+            FALLBACK_SCORE,
+        ), ""
     except JudgeFailure as e:
         return FALLBACK_SCORE, str(e)

@@ -14,9 +14,18 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
-from ragtrack.nlp.text import bigrams_normed, evidence_keywords, fuzzy_equal_normed, norm
 from ragtrack.core.types import CaseScore, ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
+from ragtrack.nlp.text import bigrams_normed, evidence_keywords, fuzzy_equal_normed, norm
+from ragtrack.scorers.base import (
+    Batch,
+    CaseColumns,
+    CaseTerms,
+    Scorer,
+    ScorerParams,
+    mean_or_nan,
+    mean_terms,
+    register_scorer,
+)
 
 __all__ = ["EvalJsonV2Scorer", "SUBSCORES", "parse_answer"]
 
@@ -143,7 +152,9 @@ class EvalJsonV2Scorer(Scorer):
         for case, pred in zip(batch.cases, batch.predictions, strict=True):
             if case.expected is not None:
                 rows.append(CaseScore(case_id=case.id, values=self.score_case(case, pred)))
-        return ScorerOutput(info=self.info, cases=rows, metrics=self.aggregate(rows), report_md=self.report(rows))
+        return ScorerOutput(
+            info=self.info, cases=rows, metrics=self.aggregate(rows), report_md=self.report(rows)
+        )
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
@@ -230,7 +241,11 @@ class EvalJsonV2Scorer(Scorer):
                 continue
             for ref in refs[: p.max_refs_per_entry]:
                 total += 1
-                if not isinstance(ref, dict) or not isinstance(ref.get("file"), str) or ref["file"] not in paths:
+                if (
+                    not isinstance(ref, dict)
+                    or not isinstance(ref.get("file"), str)
+                    or ref["file"] not in paths
+                ):
                     continue
                 anchors = ref.get("anchors")
                 if not isinstance(anchors, list):
@@ -282,7 +297,9 @@ class EvalJsonV2Scorer(Scorer):
             for r in ranked:
                 v = r.values
                 reason = self._reason(v).replace("|", "\\|")[:200]
-                lines.append(f"| {r.case_id} | {v[f'{NAME}/score']:.2f} | {str(v[f'{NAME}/schema_ok']).lower()} | {reason} |")
+                lines.append(
+                    f"| {r.case_id} | {v[f'{NAME}/score']:.2f} | {str(v[f'{NAME}/schema_ok']).lower()} | {reason} |"
+                )
         return "\n".join(lines) + "\n"
 
     def _reason(self, values: dict[str, ScoreValue]) -> str:

@@ -159,8 +159,15 @@ class OfflineJudge:
         cos = self.similarities(statements, sents)
         return [self._verdict(st, cos[i], sents, whole, keys, all_tokens) for i, st in enumerate(statements)]
 
-    def _verdict(self, st: str, cos: np.ndarray, sents: Sequence[str], whole: str, keys: frozenset[str],
-                 all_tokens: frozenset[str]) -> Verdict:
+    def _verdict(
+        self,
+        st: str,
+        cos: np.ndarray,
+        sents: Sequence[str],
+        whole: str,
+        keys: frozenset[str],
+        all_tokens: frozenset[str],
+    ) -> Verdict:
         """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines `cos`)."""
         n = norm(st)
         if n and n in whole:
@@ -171,25 +178,46 @@ class OfflineJudge:
         evidence = sents[best]
         closeness = 0.5 * max(0.0, float(cos[best])) + 0.5 * fuzz.partial_ratio(n, norm(evidence)) / 100
         matched = (
-            any(float(cos[j]) >= self.support_threshold or lex[j] >= self.lexical_threshold for j in range(len(sents)))
+            any(
+                float(cos[j]) >= self.support_threshold or lex[j] >= self.lexical_threshold
+                for j in range(len(sents))
+            )
             or coverage(tokens, all_tokens) >= self.sources_lexical_threshold
         )
         if not matched:
-            return Verdict(statement=st, supported=False, reason="no_match", score=0.5 * closeness, closeness=closeness)
+            return Verdict(
+                statement=st, supported=False, reason="no_match", score=0.5 * closeness, closeness=closeness
+            )
         st_facts = facts(st)
         why = quantity_conflict(st_facts, facts(evidence), keys)
         why = f"quantity {why}" if why else conflict(st, evidence)
         if why:
-            return Verdict(statement=st, supported=False, reason=f"contradicts: {why}", score=0.0, closeness=closeness,
-                           contradicted=True)
+            return Verdict(
+                statement=st,
+                supported=False,
+                reason=f"contradicts: {why}",
+                score=0.0,
+                closeness=closeness,
+                contradicted=True,
+            )
         missing = missing_fact(st_facts, whole, keys)
         if missing is not None:
-            return Verdict(statement=st, supported=False, reason=f"fact_mismatch: {missing}", score=0.5 * closeness,
-                           closeness=closeness)
+            return Verdict(
+                statement=st,
+                supported=False,
+                reason=f"fact_mismatch: {missing}",
+                score=0.5 * closeness,
+                closeness=closeness,
+            )
         added = added_words(st, evidence, words(whole))
         if added:
-            return Verdict(statement=st, supported=False, reason=f"adds: {', '.join(sorted(added))}",
-                           score=0.5 * closeness, closeness=closeness)
+            return Verdict(
+                statement=st,
+                supported=False,
+                reason=f"adds: {', '.join(sorted(added))}",
+                score=0.5 * closeness,
+                closeness=closeness,
+            )
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:

@@ -35,15 +35,24 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from ragtrack.core.errors import InputError
 from ragtrack.clients.gencache import open_cache
 from ragtrack.clients.llm import BatchStats, LLMClient, LLMError, LLMSettings, Message
-from ragtrack.inputs.prompts import Prompt, load_prompt
+from ragtrack.core.errors import InputError
 from ragtrack.core.registry import reaching
-from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.core.types import ScoreValue
+from ragtrack.inputs.prompts import Prompt, load_prompt
+from ragtrack.scorers.judge import JudgeFailure
 
-__all__ = ["PROMPT_DIR", "JudgeLLMSettings", "LlmBatch", "LlmFailureRateError", "ReplyError", "llm_info", "load_prompts", "read_json"]
+__all__ = [
+    "PROMPT_DIR",
+    "JudgeLLMSettings",
+    "LlmBatch",
+    "LlmFailureRateError",
+    "ReplyError",
+    "llm_info",
+    "load_prompts",
+    "read_json",
+]
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 T = TypeVar("T")
@@ -53,7 +62,9 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*(.*?)```", re.DOTALL)
 class JudgeLLMSettings(LLMSettings):
     """An LLM backend's server, decoding and limits: the `llm` block of `scorers.rag` / `scorers.earag`."""
 
-    prompt_dir: str | None = reaching("path", None)  # folder holding the backend's prompt files; None: the shipped ones
+    prompt_dir: str | None = reaching(
+        "path", None
+    )  # folder holding the backend's prompt files; None: the shipped ones
     max_failure_rate: float = Field(0.1, ge=0, le=1)
 
 
@@ -94,7 +105,9 @@ def llm_info(settings: JudgeLLMSettings, prompts: dict[str, Prompt]) -> dict[str
     return out
 
 
-def load_prompts(settings: JudgeLLMSettings, files: dict[str, tuple[str, tuple[str, ...]]], field: str) -> dict[str, Prompt]:
+def load_prompts(
+    settings: JudgeLLMSettings, files: dict[str, tuple[str, tuple[str, ...]]], field: str
+) -> dict[str, Prompt]:
     """Each prompt file (`kind: (file name, placeholders)`) from `prompt_dir`, every placeholder required."""
     folder = Path(settings.prompt_dir) if settings.prompt_dir else PROMPT_DIR
     prompts = {}
@@ -161,17 +174,24 @@ class LlmBatch:
             self._pending = {}
 
     def _send(self, pending: dict[str, tuple[list[Message], Callable[[str], Any]]]) -> None:
-        allowed = math.floor(self.s.max_failure_rate * (len(self._answers) + len(pending))) - len(self.failures)
+        allowed = math.floor(self.s.max_failure_rate * (len(self._answers) + len(pending))) - len(
+            self.failures
+        )
         cache = open_cache(self.s.cache_dir)
         try:
             results, stats = self.client.complete_all(
-                [m for m, _ in pending.values()], cache=cache, desc=f"{self.label} {self.s.model}", max_errors=max(0, allowed)
+                [m for m, _ in pending.values()],
+                cache=cache,
+                desc=f"{self.label} {self.s.model}",
+                max_errors=max(0, allowed),
             )
         finally:
             cache.close()
         self.stats.merge(stats)
         for (key, (_, read)), r in zip(pending.items(), results, strict=True):
-            self._answers[key] = _Failed(f"call failed: {r}") if isinstance(r, LLMError) else _read(read, r.text)
+            self._answers[key] = (
+                _Failed(f"call failed: {r}") if isinstance(r, LLMError) else _read(read, r.text)
+            )
 
     @property
     def failures(self) -> list[str]:

@@ -29,8 +29,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ragtrack.nlp.lexical import split_statements
 from ragtrack.inputs.prompts import Prompt, fill_as_data
+from ragtrack.nlp.lexical import split_statements
 from ragtrack.scorers.judge import OfflineJudge, Verdict
 from ragtrack.scorers.llm_batch import LlmBatch, ReplyError, read_json
 
@@ -134,13 +134,18 @@ class LlmJudge:
             return []
         if not any(s.strip() for s in sources):
             return [Verdict(statement=s, supported=False, reason="no_match") for s in statements]
-        prompt = fill_as_data(self.prompts["support"].text, {
-            "sources": "\n\n".join(f"[{i}]\n{s}" for i, s in enumerate(sources, 1)),
-            "statements": "\n".join(f"{i}. {_one_line(s)}" for i, s in enumerate(statements, 1)),
-        })
+        prompt = fill_as_data(
+            self.prompts["support"].text,
+            {
+                "sources": "\n\n".join(f"[{i}]\n{s}" for i, s in enumerate(sources, 1)),
+                "statements": "\n".join(f"{i}. {_one_line(s)}" for i, s in enumerate(statements, 1)),
+            },
+        )
         flags = self.batch.ask(prompt, read_support(len(statements)), [(True, "")] * len(statements))
-        return [Verdict(statement=s, supported=ok, reason="" if ok else why or "unsupported")
-                for s, (ok, why) in zip(statements, flags, strict=True)]
+        return [
+            Verdict(statement=s, supported=ok, reason="" if ok else why or "unsupported")
+            for s, (ok, why) in zip(statements, flags, strict=True)
+        ]
 
     def relevance(self, question: str, text: str) -> float:
         prompt = fill_as_data(self.prompts["relevance"].text, {"question": question, "text": text})

@@ -29,8 +29,8 @@ import numpy as np
 from ragtrack.clients.embeddings import ModelIdentity, model_identity, resolve_model
 from ragtrack.core.errors import InputError
 from ragtrack.nlp.lexical import split_statements
-from ragtrack.scorers.judge import OfflineJudge, Verdict, unmatched
 from ragtrack.nlp.text import norm
+from ragtrack.scorers.judge import OfflineJudge, Verdict, unmatched
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -67,15 +67,22 @@ class NliModel:
                 try:
                     _models[self.folder] = CrossEncoder(self.folder, device="cpu")
                 except Exception as e:
-                    raise InputError(self.name, f"cannot load as a cross-encoder: {type(e).__name__}: {e}".splitlines()[0],
-                                     field=self.field) from None
+                    raise InputError(
+                        self.name,
+                        f"cannot load as a cross-encoder: {type(e).__name__}: {e}".splitlines()[0],
+                        field=self.field,
+                    ) from None
             model = _models[self.folder]
         labels = {int(i): str(label).lower() for i, label in (model.model.config.id2label or {}).items()}
         entail = next((i for i, label in labels.items() if label.startswith("entail")), None)
         contra = next((i for i, label in labels.items() if label.startswith("contradict")), None)
         if entail is None or contra is None:
-            raise InputError(self.name, f"not an NLI model: its labels are {sorted(labels.values())}; expected "
-                             "entailment and contradiction (and neutral)", field=self.field)
+            raise InputError(
+                self.name,
+                f"not an NLI model: its labels are {sorted(labels.values())}; expected "
+                "entailment and contradiction (and neutral)",
+                field=self.field,
+            )
         return model, entail, contra
 
     def probs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, float]]:
@@ -84,7 +91,9 @@ class NliModel:
         todo = sorted({p for p in pairs if (sha, *p) not in _memo})
         if todo:
             model, entail, contra = self._load()
-            out = np.asarray(model.predict(todo, batch_size=self.batch_size, apply_softmax=True, show_progress_bar=False))
+            out = np.asarray(
+                model.predict(todo, batch_size=self.batch_size, apply_softmax=True, show_progress_bar=False)
+            )
             self.predicted += len(todo)
             with _lock:
                 for pair, row in zip(todo, out, strict=True):
@@ -153,9 +162,20 @@ class NliJudge:
         c = max(p[1] for p in probs)
         score = max(0.0, e - c)
         if c >= 0.5 and c > e:
-            return Verdict(statement=st, supported=False, reason=f"contradicts: nli contradiction {c:.2f}", score=score,
-                           closeness=e, contradicted=True)
+            return Verdict(
+                statement=st,
+                supported=False,
+                reason=f"contradicts: nli contradiction {c:.2f}",
+                score=score,
+                closeness=e,
+                contradicted=True,
+            )
         if e < 0.5:
-            return Verdict(statement=st, supported=False, reason=f"no_match: nli entailment {e:.2f}", score=score,
-                           closeness=e)
+            return Verdict(
+                statement=st,
+                supported=False,
+                reason=f"no_match: nli entailment {e:.2f}",
+                score=score,
+                closeness=e,
+            )
         return Verdict(statement=st, supported=True, score=score, closeness=e)

@@ -29,20 +29,30 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from rapidfuzz import fuzz
 
-from ragtrack.core.cachedir import cache_root
 from ragtrack.clients.embeddings import DEFAULT_MODEL
-from ragtrack.nlp.entities import focus
+from ragtrack.core.cachedir import cache_root
 from ragtrack.core.errors import InputError
-from ragtrack.inputs.prompts import Prompt
 from ragtrack.core.registry import code_sha256, reaching
-from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, mean_or_nan, mean_terms, register_scorer
+from ragtrack.core.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
+from ragtrack.inputs.prompts import Prompt
+from ragtrack.nlp.entities import focus
+from ragtrack.nlp.text import norm
 from ragtrack.scorers import reliability
+from ragtrack.scorers.base import (
+    Batch,
+    CaseColumns,
+    CaseTerms,
+    Scorer,
+    ScorerParams,
+    mean_or_nan,
+    mean_terms,
+    register_scorer,
+)
 from ragtrack.scorers.judge import Encoder, JudgeFailure, OfflineJudge, RagJudge, Verdict
 from ragtrack.scorers.llm_batch import JudgeLLMSettings, LlmBatch, llm_info, load_prompts
-from ragtrack.scorers.llm_judge import PROMPTS as LLM_JUDGE_PROMPTS, LlmJudge
+from ragtrack.scorers.llm_judge import PROMPTS as LLM_JUDGE_PROMPTS
+from ragtrack.scorers.llm_judge import LlmJudge
 from ragtrack.scorers.nli_judge import NliJudge, NliModel
-from ragtrack.nlp.text import norm
-from ragtrack.core.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 
 __all__ = [
     "METRICS",
@@ -85,9 +95,13 @@ class SupportParams(ScorerParams):
 
     backend: Literal["offline", "llm", "nli"] = "offline"
     llm: JudgeLLMSettings | None = None  # the llm backend's server, decoding and limits
-    nli_model: str | None = reaching("model", None)  # the nli backend's cross-encoder: a local folder or a hub name
+    nli_model: str | None = reaching(
+        "model", None
+    )  # the nli backend's cross-encoder: a local folder or a hub name
     nli_batch_size: int = Field(default=16, ge=1)
-    nli_candidates: int = Field(default=3, ge=1)  # source sentences per statement the nli model reads (see nli_judge)
+    nli_candidates: int = Field(
+        default=3, ge=1
+    )  # source sentences per statement the nli model reads (see nli_judge)
     model: str = reaching("model", DEFAULT_MODEL)  # the embedding model: a local folder or a hub name
     batch_size: int = Field(default=64, ge=1)
     embedding_cache: bool = True
@@ -111,11 +125,13 @@ class SupportParams(ScorerParams):
         return v
 
     @model_validator(mode="after")
-    def _backend_has_its_settings(self) -> "SupportParams":
+    def _backend_has_its_settings(self) -> SupportParams:
         if self.backend == "llm" and self.llm is None:
             raise ValueError("backend llm needs the llm block (llm.base_url, llm.model, …)")
         if self.backend == "nli" and not self.nli_model:
-            raise ValueError("backend nli needs nli_model: a CrossEncoder NLI model (a local folder or a hub name)")
+            raise ValueError(
+                "backend nli needs nli_model: a CrossEncoder NLI model (a local folder or a hub name)"
+            )
         return self
 
 
@@ -124,7 +140,9 @@ class RagParams(SupportParams):
 
     match_ratio: float = Field(default=90.0, ge=0, le=100)
     match_scorer: Literal["ratio", "partial_ratio"] = "ratio"
-    correctness_f1_weight: float = Field(default=1.0, ge=0, le=1)  # 1: no cosine term (it favours near-copies)
+    correctness_f1_weight: float = Field(
+        default=1.0, ge=0, le=1
+    )  # 1: no cosine term (it favours near-copies)
 
 
 class RagInputs(BaseModel):
@@ -149,7 +167,7 @@ class Metric(BaseModel):
     verdicts: list[Verdict] = Field(default_factory=list)  # the unsupported statements' evidence
 
     @classmethod
-    def nan(cls, reason: str) -> "Metric":
+    def nan(cls, reason: str) -> Metric:
         return cls(value=math.nan, reason=reason)
 
 
@@ -182,7 +200,9 @@ def _agreement(verdicts: Sequence[Verdict]) -> float:
     """The mean agreement of the statements with the other text: 1 for a supported statement, whatever its wording;
     its graded score (below ½) for one that is not; 0 for one that contradicts it. Closeness does not count among
     supported statements, so a near-copy of the reference with one error cannot outscore a correct paraphrase."""
-    return math.fsum(0.0 if v.contradicted else 1.0 if v.supported else v.score for v in verdicts) / len(verdicts)
+    return math.fsum(0.0 if v.contradicted else 1.0 if v.supported else v.score for v in verdicts) / len(
+        verdicts
+    )
 
 
 def _supported_in_contexts(text: str, inp: RagInputs, judge: RagJudge, no_statements: str) -> Metric:
@@ -314,12 +334,16 @@ class EmbeddingScorer(Scorer):
     @property
     def info(self) -> ComponentInfo:
         """Every parameter; the `llm` block (flat, with the prompts' sha256) and the `nli_*` keys only with their backend."""
-        params: dict[str, Any] = self.p.model_dump(exclude={"llm"} | (set() if self.p.backend == "nli" else NLI_KEYS))
+        params: dict[str, Any] = self.p.model_dump(
+            exclude={"llm"} | (set() if self.p.backend == "nli" else NLI_KEYS)
+        )
         if (llm := self.llm_settings) is not None:
             params.update(llm_info(llm, self.prompts))
-        return ComponentInfo(name=self.name, version=self.version, params=params, code_sha256=code_sha256(type(self)))
+        return ComponentInfo(
+            name=self.name, version=self.version, params=params, code_sha256=code_sha256(type(self))
+        )
 
-    def use_encoder(self, encoder: Encoder) -> "EmbeddingScorer":
+    def use_encoder(self, encoder: Encoder) -> EmbeddingScorer:
         """Score with this encoder instead of the configured model (tests inject a fake one)."""
         self._encoder = encoder
         return self
@@ -348,7 +372,9 @@ class EmbeddingScorer(Scorer):
     def nli(self) -> NliModel:
         if self._nli is None:
             assert self.p.nli_model is not None  # the params' validator
-            self._nli = NliModel(self.p.nli_model, batch_size=self.p.nli_batch_size, field=f"scorers.{self.name}.nli_model")
+            self._nli = NliModel(
+                self.p.nli_model, batch_size=self.p.nli_batch_size, field=f"scorers.{self.name}.nli_model"
+            )
         return self._nli
 
     def trust_note(self, metric: str) -> str:
@@ -373,7 +399,11 @@ class EmbeddingScorer(Scorer):
         """Every distinct text of the batch's `rag` cases is embedded in one call (the llm backend first asks
         every question of the batch), then each case is scored."""
         judge = self.judge()
-        cases = [(c, rag_inputs(c, p)) for c, p in zip(batch.cases, batch.predictions, strict=True) if c.reference is not None]
+        cases = [
+            (c, rag_inputs(c, p))
+            for c, p in zip(batch.cases, batch.predictions, strict=True)
+            if c.reference is not None
+        ]
 
         def evaluate() -> list[CaseScore]:
             return [CaseScore(case_id=c.id, values=self.case_values(c, inp, judge)) for c, inp in cases]
@@ -451,12 +481,14 @@ class RagScorer(EmbeddingScorer):
         }
 
 
-
 def llm_report(batch: LlmBatch, metrics: dict[str, float], name: str, failure: str) -> str:
     """The llm backend's lines of the report: judge, questions, failures and the first reasons."""
     m = lambda k: int(metrics[f"{name}/llm/{k}"])  # noqa: E731
-    lines = ["", f"LLM backend: `{batch.s.model}` at `{batch.client.endpoint}`; {m('questions')} questions "
-             f"({m('requests')} requests, {m('cache_hits')} answers from the cache), {m(failure + 's')} {failure}s."]
+    lines = [
+        "",
+        f"LLM backend: `{batch.s.model}` at `{batch.client.endpoint}`; {m('questions')} questions "
+        f"({m('requests')} requests, {m('cache_hits')} answers from the cache), {m(failure + 's')} {failure}s.",
+    ]
     lines += [f"- {reason}" for reason in batch.failures[:10]]
     return "\n".join(lines) + "\n"
 
@@ -472,7 +504,9 @@ def decided(metric: Callable[..., Metric], *args: Any) -> Metric:
 def columns(m: dict[str, Metric]) -> dict[str, ScoreValue]:
     """A case's `rag/…` columns: each metric, why any is not computed, and the unsupported statements."""
     values: dict[str, ScoreValue] = {f"{NAME}/{k}": v.value for k, v in m.items()}
-    values[f"{NAME}/not_computed"] = "; ".join(f"{k}: {v.reason}" for k, v in m.items() if math.isnan(v.value))
+    values[f"{NAME}/not_computed"] = "; ".join(
+        f"{k}: {v.reason}" for k, v in m.items() if math.isnan(v.value)
+    )
     values[f"{NAME}/unsupported"] = _verdicts_json(m["faithfulness"].verdicts)
     values[f"{NAME}/not_recalled"] = _verdicts_json(m["context_recall"].verdicts)
     return values
@@ -482,22 +516,33 @@ def aggregate_means(rows: Sequence[CaseScore], name: str, columns: Sequence[str]
     """`<name>/<column>`: the mean over the cases that have it (not NaN); `<name>/<column>_n`: how many do."""
     out: dict[str, float] = {f"{name}/n_cases": float(len(rows))}
     for col in columns:
-        vals = [float(v) for r in rows if isinstance(v := r.values[f"{name}/{col}"], float) and not math.isnan(v)]
+        vals = [
+            float(v) for r in rows if isinstance(v := r.values[f"{name}/{col}"], float) and not math.isnan(v)
+        ]
         out[f"{name}/{col}"] = mean_or_nan(vals)
         out[f"{name}/{col}_n"] = float(len(vals))
     return out
 
 
-def report(rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20) -> str:
+def report(
+    rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20
+) -> str:
     """The scorer's section: each metric's mean and how far it can be trusted (`trust(metric)`), then the unsupported statements."""
     lines = [f"## {NAME}", "", "| metric | mean | cases | reliability |", "|---|---|---|---|"]
     for m in METRICS:
         mean = metrics[f"{NAME}/{m}"]
-        lines.append(f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{m}_n'])} | {trust(m)} |")
+        lines.append(
+            f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{m}_n'])} | {trust(m)} |"
+        )
     unsupported = [(r.case_id, v) for r in rows for v in json.loads(str(r.values[f"{NAME}/unsupported"]))]
     if unsupported:
-        lines += ["", f"### Unsupported answer statements ({len(unsupported)}, first {min(limit, len(unsupported))})", "",
-                  "| case | statement | reason |", "|---|---|---|"]
+        lines += [
+            "",
+            f"### Unsupported answer statements ({len(unsupported)}, first {min(limit, len(unsupported))})",
+            "",
+            "| case | statement | reason |",
+            "|---|---|---|",
+        ]
         for cid, v in unsupported[:limit]:
             stmt = v["statement"].replace("|", "\\|")
             lines.append(f"| {cid} | {stmt} | {v['reason']} |")

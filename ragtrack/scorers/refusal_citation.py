@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 from pydantic import field_validator
 
-from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, register_scorer
-from ragtrack.nlp.text import cjk_runs, norm
 from ragtrack.core.types import CaseScore, Gold, Prediction, ScorerOutput, ScoreValue
+from ragtrack.nlp.text import cjk_runs, norm
+from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, register_scorer
 
 __all__ = [
     "CJK_WINDOW",
@@ -41,7 +41,9 @@ __all__ = [
 
 NAME = "refusal_citation"
 LABELS = ("OK", "REFUSAL_OK", "OVER_REFUSAL", "HALLUCINATION", "ANS_NO_HIT")
-ANSWERABLE_LABELS = frozenset({"OK", "OVER_REFUSAL", "ANS_NO_HIT"})  # `label` gives the gold's `answerable` back
+ANSWERABLE_LABELS = frozenset(
+    {"OK", "OVER_REFUSAL", "ANS_NO_HIT"}
+)  # `label` gives the gold's `answerable` back
 
 # The reference's patterns, unchanged.
 _CIT_RE = re.compile(r"citations\s*:\s*\[([^\]]*)\]", re.IGNORECASE)
@@ -185,7 +187,9 @@ class RefusalCitationScorer(Scorer):
                 continue
             rows.append(CaseScore(case_id=case.id, values=self.score_case(case.gold, pred)))
             answerable.append(case.gold.answerable)
-        metrics = self.aggregate(rows, answerable, batch.n_unmatched + extra_unmatched, batch.duplicates_dropped)
+        metrics = self.aggregate(
+            rows, answerable, batch.n_unmatched + extra_unmatched, batch.duplicates_dropped
+        )
         return ScorerOutput(info=self.info, cases=rows, metrics=metrics, report_md=self.report(rows, metrics))
 
     @classmethod
@@ -206,9 +210,17 @@ class RefusalCitationScorer(Scorer):
         refusal, hit, has_citations = flag("refusal"), flag("hit"), flag("has_citations")
         answered = [s and not r for s, r in zip(scored, refusal)]
 
-        def rate(metric: str, num: list[bool], den: list[bool], *, higher_is_better: bool = True) -> CaseTerms:
-            return CaseTerms(metric=f"{NAME}/{metric}", num=[float(n and d) for n, d in zip(num, den)],
-                             den=[float(d) for d in den], binary=True, higher_is_better=higher_is_better, empty=0.0)
+        def rate(
+            metric: str, num: list[bool], den: list[bool], *, higher_is_better: bool = True
+        ) -> CaseTerms:
+            return CaseTerms(
+                metric=f"{NAME}/{metric}",
+                num=[float(n and d) for n, d in zip(num, den)],
+                den=[float(d) for d in den],
+                binary=True,
+                higher_is_better=higher_is_better,
+                empty=0.0,
+            )
 
         answered_hit = [a and h for a, h in zip(answered, hit)]
         return [
@@ -253,14 +265,18 @@ class RefusalCitationScorer(Scorer):
             f"{NAME}/precision": _rate(sum(1 for r, a in answered if a and v(r, "hit")), len(answered)),
             f"{NAME}/over_refusal": _rate(sum(1 for r in pos if v(r, "refusal")), len(pos)),
             f"{NAME}/under_refusal": _rate(sum(1 for r in neg if not v(r, "refusal")), len(neg)),
-            f"{NAME}/citation_hit_rate": _rate(sum(1 for r in pos if not v(r, "refusal") and v(r, "hit")), len(pos)),
+            f"{NAME}/citation_hit_rate": _rate(
+                sum(1 for r in pos if not v(r, "refusal") and v(r, "hit")), len(pos)
+            ),
             f"{NAME}/claim_containment": _rate(
                 sum(1 for r in pos if not v(r, "refusal") and v(r, "contain")), len(pos)
             ),
             f"{NAME}/claim_containment_cjk": _rate(
                 sum(1 for r in pos if not v(r, "refusal") and v(r, "contain_cjk")), len(pos)
             ),
-            f"{NAME}/compliance": _rate(sum(1 for r in rows if v(r, "has_citations") or v(r, "refusal")), len(rows)),
+            f"{NAME}/compliance": _rate(
+                sum(1 for r in rows if v(r, "has_citations") or v(r, "refusal")), len(rows)
+            ),
             f"{NAME}/n_missing": float(sum(1 for r in rows if v(r, "missing"))),
             f"{NAME}/n_unmatched": float(n_unmatched),
             f"{NAME}/duplicates_dropped": float(duplicates_dropped),

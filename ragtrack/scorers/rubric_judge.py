@@ -32,13 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragtrack.core.errors import InputError
 from ragtrack.clients.gencache import open_cache
 from ragtrack.clients.llm import LLMClient, LLMSettings, Message
-from ragtrack.inputs.prompts import defuse, fill, format_context, load_prompt
+from ragtrack.core.errors import InputError
 from ragtrack.core.registry import reaching
-from ragtrack.scorers.base import Batch, Scorer, mean_or_nan, register_scorer
 from ragtrack.core.types import CaseScore, ComponentInfo, ScorerOutput, ScoreValue
+from ragtrack.inputs.prompts import defuse, fill, format_context, load_prompt
+from ragtrack.scorers.base import Batch, Scorer, mean_or_nan, register_scorer
 
 __all__ = ["DEFAULT_PROMPT", "JudgeParseError", "RubricJudgeScorer", "Verdict", "as_data", "parse_verdict"]
 
@@ -76,7 +76,11 @@ class Verdict(BaseModel):
 
     @property
     def weighted_score(self) -> float:
-        return WEIGHTS["accuracy"] * self.accuracy + WEIGHTS["completeness"] * self.completeness + WEIGHTS["clarity"] * self.clarity
+        return (
+            WEIGHTS["accuracy"] * self.accuracy
+            + WEIGHTS["completeness"] * self.completeness
+            + WEIGHTS["clarity"] * self.clarity
+        )
 
 
 def as_data(text: str) -> str:
@@ -172,10 +176,15 @@ class RubricJudgeScorer(Scorer):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         path = Path(self.p.prompt_path) if self.p.prompt_path else DEFAULT_PROMPT
-        self.prompt = load_prompt(path, path.stem, placeholders=PLACEHOLDERS, field=f"scorers.{NAME}.prompt_path")
+        self.prompt = load_prompt(
+            path, path.stem, placeholders=PLACEHOLDERS, field=f"scorers.{NAME}.prompt_path"
+        )
         if not re.search(r"\{\{\s*answer\s*\}\}", self.prompt.text):
-            raise InputError(str(path), "the judge prompt has no {{answer}} placeholder: the answer would never reach the judge",
-                             field=f"scorers.{NAME}.prompt_path")
+            raise InputError(
+                str(path),
+                "the judge prompt has no {{answer}} placeholder: the answer would never reach the judge",
+                field=f"scorers.{NAME}.prompt_path",
+            )
 
     @property
     def info(self) -> ComponentInfo:
@@ -187,18 +196,26 @@ class RubricJudgeScorer(Scorer):
         """The judge prompt for one case: every value as defused data, top-k chunks or pure-LLM mode."""
         chunks = contexts[: self.p.top_k]
         context = format_context(chunks) if chunks else PURE_LLM_CONTEXT
-        return fill(self.prompt.text, {"question": as_data(question), "context": as_data(context), "answer": as_data(answer)})
+        return fill(
+            self.prompt.text,
+            {"question": as_data(question), "context": as_data(context), "answer": as_data(answer)},
+        )
 
     def score(self, batch: Batch) -> ScorerOutput:
-        conversations = [[Message(role="user", content=self.render(c.question, p.answer, p.contexts))]
-                         for c, p in zip(batch.cases, batch.predictions, strict=True)]
+        conversations = [
+            [Message(role="user", content=self.render(c.question, p.answer, p.contexts))]
+            for c, p in zip(batch.cases, batch.predictions, strict=True)
+        ]
         cache = open_cache(self.p.cache_dir)
         client = LLMClient(self.p)
         try:
             replies, stats = client.complete_all(conversations, cache=cache, desc=f"judge {self.p.model}")
         finally:
             cache.close()
-        rows = [self.score_reply(c.id, r.text, bool(p.contexts)) for c, p, r in zip(batch.cases, batch.predictions, replies, strict=True)]
+        rows = [
+            self.score_reply(c.id, r.text, bool(p.contexts))
+            for c, p, r in zip(batch.cases, batch.predictions, replies, strict=True)
+        ]
         metrics = self.aggregate(rows)
         metrics.update(stats.metrics(NAME))
         rate, n = metrics[f"{NAME}/parse_failure_rate"], len(rows)
@@ -209,7 +226,9 @@ class RubricJudgeScorer(Scorer):
                 f"max_parse_failure_rate {self.p.max_parse_failure_rate:g} (judge {self.p.model!r} at {client.endpoint}; "
                 f"cases {', '.join(failed[:10])}{' …' if len(failed) > 10 else ''})"
             )
-        return ScorerOutput(info=self.info, cases=rows, metrics=metrics, report_md=self.report(rows, metrics, client.endpoint))
+        return ScorerOutput(
+            info=self.info, cases=rows, metrics=metrics, report_md=self.report(rows, metrics, client.endpoint)
+        )
 
     def score_reply(self, case_id: str, reply: str, has_documents: bool) -> CaseScore:
         verdict, how, problem = parse_verdict(reply)
@@ -246,7 +265,8 @@ class RubricJudgeScorer(Scorer):
     def report(self, rows: list[CaseScore], metrics: dict[str, float], endpoint: str) -> str:
         failed = [r for r in rows if r.values[f"{NAME}/judge_parse_failed"]]
         lines = [
-            f"## {NAME}", "",
+            f"## {NAME}",
+            "",
             f"Judge `{self.p.model}` at `{endpoint}`, prompt `{Path(self.prompt.path).name}` (sha256 `{self.prompt.sha256[:12]}…`).",
             f"Weighted score {metrics[f'{NAME}/weighted_score']:.3g}, pass rate {metrics[f'{NAME}/pass_rate']:.3g}, "
             f"{len(failed)} unparsable judge repl{'y' if len(failed) == 1 else 'ies'} (scored {self.p.failure_score:g}).",

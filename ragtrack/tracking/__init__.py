@@ -37,4 +37,12 @@ from ragtrack.tracking.sink import (  # noqa: E402 - after the setting above
     start_sweep_parent,
 )
 
-__all__ = ["MlflowSink", "default_tracking_uri", "end_run", "end_sweep_parent", "flat_params", "resolve_tracking_uri", "start_sweep_parent"]
+__all__ = [
+    "MlflowSink",
+    "default_tracking_uri",
+    "end_run",
+    "end_sweep_parent",
+    "flat_params",
+    "resolve_tracking_uri",
+    "start_sweep_parent",
+]

@@ -38,12 +38,20 @@ _lock = threading.Lock()
 def creating_entities(uri: str) -> Iterator[None]:
     """One find-or-create at a time per process and, on SQLite, per store."""
     db = sqlite_path(uri)
-    with _lock, (FileLock(db.with_name(db.name + ".entities.lock"), timeout=LOCK_TIMEOUT_S) if db else nullcontext()):
+    with (
+        _lock,
+        FileLock(db.with_name(db.name + ".entities.lock"), timeout=LOCK_TIMEOUT_S) if db else nullcontext(),
+    ):
         yield
 
 
-def find_or_create(uri: str, find: Callable[[], Sequence[T]], create: Callable[[], T], key: Callable[[T], str],
-                   delete: Callable[[T], None]) -> T:
+def find_or_create(
+    uri: str,
+    find: Callable[[], Sequence[T]],
+    create: Callable[[], T],
+    key: Callable[[T], str],
+    delete: Callable[[T], None],
+) -> T:
     """The oldest entity `find` returns (it sorts oldest first), created when there is none; a job that created a
     duplicate deletes its own."""
     with creating_entities(uri):

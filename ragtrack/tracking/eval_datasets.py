@@ -23,9 +23,9 @@ from typing import Any
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from ragtrack.core.types import EvalCase
 from ragtrack.tracking.entities import find_or_create, optional
 from ragtrack.tracking.search import equals
-from ragtrack.core.types import EvalCase
 
 __all__ = ["EVAL_DATASET_TAG", "dataset_name", "ensure_eval_dataset", "records_of"]
 
@@ -56,29 +56,49 @@ def records_of(cases: Sequence[EvalCase]) -> list[dict[str, Any]]:
                 expect["expected_response"] = c.reference.ground_truth_answer
             if c.reference.ground_truth_contexts:
                 expect["expected_contexts"] = c.reference.ground_truth_contexts
-        out.append({"inputs": {"question": c.question, "case_id": c.id}, **({"expectations": expect} if expect else {})})
+        out.append(
+            {
+                "inputs": {"question": c.question, "case_id": c.id},
+                **({"expectations": expect} if expect else {}),
+            }
+        )
     return out
 
 
 def _found(client: MlflowClient, experiment_id: str, name: str) -> list[Any]:
-    found = client.search_datasets(experiment_ids=[experiment_id], filter_string=equals("name", name)[0], max_results=50)
+    found = client.search_datasets(
+        experiment_ids=[experiment_id], filter_string=equals("name", name)[0], max_results=50
+    )
     return sorted((d for d in found if d.name == name), key=lambda d: (d.created_time, d.dataset_id))
 
 
-def ensure_eval_dataset(client: MlflowClient, experiment_id: str, eval_set_version: str,
-                        cases: Sequence[EvalCase]) -> str | None:
+def ensure_eval_dataset(
+    client: MlflowClient, experiment_id: str, eval_set_version: str, cases: Sequence[EvalCase]
+) -> str | None:
     """The id of the eval set's evaluation dataset in the experiment, created with its records when missing."""
     name = dataset_name(eval_set_version)
 
     def create() -> Any:
-        mine = client.create_dataset(name, experiment_id=experiment_id,
-                                     tags={"ragtrack.eval_set_version": eval_set_version})
-        client._tracking_client.store.upsert_dataset_records(dataset_id=mine.dataset_id, records=records_of(cases))
+        mine = client.create_dataset(
+            name, experiment_id=experiment_id, tags={"ragtrack.eval_set_version": eval_set_version}
+        )
+        client._tracking_client.store.upsert_dataset_records(
+            dataset_id=mine.dataset_id, records=records_of(cases)
+        )
         return mine
 
-    refusals = (MlflowException, AttributeError, NotImplementedError)  # a store without the API: no such method
+    refusals = (
+        MlflowException,
+        AttributeError,
+        NotImplementedError,
+    )  # a store without the API: no such method
     with optional("eval set not logged as an MLflow evaluation dataset", refusals):
-        kept = find_or_create(client.tracking_uri, lambda: _found(client, experiment_id, name), create,
-                              key=lambda d: d.dataset_id, delete=lambda d: client.delete_dataset(d.dataset_id))
+        kept = find_or_create(
+            client.tracking_uri,
+            lambda: _found(client, experiment_id, name),
+            create,
+            key=lambda d: d.dataset_id,
+            delete=lambda d: client.delete_dataset(d.dataset_id),
+        )
         return kept.dataset_id
     return None

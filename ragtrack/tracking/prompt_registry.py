@@ -29,11 +29,11 @@ from mlflow.tracing.utils.prompt import update_linked_prompts_tag
 from mlflow.tracking import MlflowClient
 
 from ragtrack.core.cachedir import cache_root
-from ragtrack.inputs.config import PROMPT_URI
 from ragtrack.core.errors import InputError, disk_full
 from ragtrack.core.hashing import sha256_bytes
-from ragtrack.inputs.prompts import Prompt, prompt_of
 from ragtrack.core.redact import redact_text
+from ragtrack.inputs.config import PROMPT_URI
+from ragtrack.inputs.prompts import Prompt, prompt_of
 from ragtrack.tracking.entities import find_or_create, optional
 
 __all__ = ["PROMPT_SHA_TAG", "fetch_prompt", "link_prompt", "prompt_name"]
@@ -41,7 +41,9 @@ __all__ = ["PROMPT_SHA_TAG", "fetch_prompt", "link_prompt", "prompt_name"]
 log = logging.getLogger("ragtrack")
 
 PROMPT_SHA_TAG = "ragtrack.prompt_sha256"
-_MLFLOW_LINK_THREAD = "link_prompt_to_experiment_thread"  # MlflowClient._link_prompt_to_experiment's thread name
+_MLFLOW_LINK_THREAD = (
+    "link_prompt_to_experiment_thread"  # MlflowClient._link_prompt_to_experiment's thread name
+)
 _DEFAULT_EXPERIMENT = "0"  # the experiment MLflow's fluent API falls back to
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 
@@ -80,7 +82,9 @@ def _register(client: MlflowClient, name: str, template: str, sha256: str, label
         if "already exists" not in str(e):
             raise
         version = client.register_prompt(name, template, commit_message=f"prompt {label}", tags=tags)
-    for thread in threading.enumerate():  # let MLflow's tagging thread finish first, or its write could drop the
+    for (
+        thread
+    ) in threading.enumerate():  # let MLflow's tagging thread finish first, or its write could drop the
         if thread.name.startswith(_MLFLOW_LINK_THREAD):  # experiment `_show_in` adds
             thread.join(timeout=30)
     after = _experiment_ids(client, name)
@@ -95,7 +99,11 @@ def _experiment_ids(client: MlflowClient, name: str) -> list[str]:
         prompt = client.get_prompt(name)
     except MlflowException:
         return []
-    return [i for i in ((prompt.tags if prompt else None) or {}).get(PROMPT_EXPERIMENT_IDS_TAG_KEY, "").split(",") if i]
+    return [
+        i
+        for i in ((prompt.tags if prompt else None) or {}).get(PROMPT_EXPERIMENT_IDS_TAG_KEY, "").split(",")
+        if i
+    ]
 
 
 def _set_experiment_ids(client: MlflowClient, name: str, ids: list[str]) -> None:
@@ -109,8 +117,16 @@ def _show_in(client: MlflowClient, name: str, experiment_id: str) -> None:
         _set_experiment_ids(client, name, [*ids, experiment_id])
 
 
-def link_prompt(client: MlflowClient, run_id: str, experiment: str, experiment_id: str, template: str, sha256: str,
-                label: str, registered: str | None = None) -> str | None:
+def link_prompt(
+    client: MlflowClient,
+    run_id: str,
+    experiment: str,
+    experiment_id: str,
+    template: str,
+    sha256: str,
+    label: str,
+    registered: str | None = None,
+) -> str | None:
     """Register (or find) the version of `template`, or use the `registered` one it was fetched from, show the
     prompt in the experiment and link `run_id` to the version; its `prompts:/` URI, or None."""
     with optional("prompt not registered in MLflow's Prompt Registry"):
@@ -120,12 +136,17 @@ def link_prompt(client: MlflowClient, run_id: str, experiment: str, experiment_i
             name, version = m["name"], client.get_prompt_version(m["name"], m["version"])
         else:
             name = prompt_name(experiment)
-            version = find_or_create(client.tracking_uri, lambda: _same_content(client, name, sha256),
-                                     lambda: _register(client, name, template, sha256, redact_text(label)),
-                                     key=lambda v: str(v.version),
-                                     delete=lambda v: client.delete_prompt_version(name, str(v.version)))
+            version = find_or_create(
+                client.tracking_uri,
+                lambda: _same_content(client, name, sha256),
+                lambda: _register(client, name, template, sha256, redact_text(label)),
+                key=lambda v: str(v.version),
+                delete=lambda v: client.delete_prompt_version(name, str(v.version)),
+            )
         _show_in(client, name, experiment_id)
-        linked = update_linked_prompts_tag(client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS), [version])
+        linked = update_linked_prompts_tag(
+            client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS), [version]
+        )
         client.log_batch(run_id, tags=[RunTag(TraceTagKey.LINKED_PROMPTS, linked)], synchronous=True)
         return version.uri
     return None
@@ -136,11 +157,17 @@ def fetch_prompt(client: MlflowClient, uri: str, label: str) -> Prompt:
     so that the run reads, hashes and archives it as it does a prompt file."""
     m = PROMPT_URI.fullmatch(uri)
     if m is None:
-        raise InputError("config", f"{uri!r} is not a prompt URI: prompts:/NAME/VERSION or prompts:/NAME@ALIAS",
-                         field="prompt.uri")
+        raise InputError(
+            "config",
+            f"{uri!r} is not a prompt URI: prompts:/NAME/VERSION or prompts:/NAME@ALIAS",
+            field="prompt.uri",
+        )
     try:
-        found = (client.get_prompt_version(m["name"], m["version"]) if m["version"]
-                 else client.get_prompt_version_by_alias(m["name"], m["alias"]))
+        found = (
+            client.get_prompt_version(m["name"], m["version"])
+            if m["version"]
+            else client.get_prompt_version_by_alias(m["name"], m["alias"])
+        )
     except MlflowException as e:
         if disk_full(e, Path.cwd(), None) is not None:
             raise
@@ -148,13 +175,22 @@ def fetch_prompt(client: MlflowClient, uri: str, label: str) -> Prompt:
     else:
         why = "no such prompt version"
     if found is None:
-        raise InputError(uri, f"not found in the Prompt Registry of {redact_text(client.tracking_uri)} ({why})",
-                         field="prompt.uri")
+        raise InputError(
+            uri,
+            f"not found in the Prompt Registry of {redact_text(client.tracking_uri)} ({why})",
+            field="prompt.uri",
+        )
     if not isinstance(found.template, str):
-        raise InputError(uri, "a chat prompt (a list of messages); ragtrack's prompts are text templates with "
-                         "{{question}} and {{context}}", field="prompt.uri")
+        raise InputError(
+            uri,
+            "a chat prompt (a list of messages); ragtrack's prompts are text templates with "
+            "{{question}} and {{context}}",
+            field="prompt.uri",
+        )
     data = found.template.encode("utf-8")
-    path = cache_root("prompts") / sha256_bytes(data) / f"{_NOT_IN_NAME.sub('-', m['name'])}-v{found.version}.md"
+    path = (
+        cache_root("prompts") / sha256_bytes(data) / f"{_NOT_IN_NAME.sub('-', m['name'])}-v{found.version}.md"
+    )
     if not (path.is_file() and path.read_bytes() == data):
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f".{path.name}.{os.getpid()}")

@@ -30,11 +30,23 @@ from ragtrack.tracking.store import sqlite_path
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["CASES_ARTIFACT", "LoggedRun", "download_artifacts", "find_runs", "get_run", "log_artifacts", "log_calibration", "read_cases"]
+__all__ = [
+    "CASES_ARTIFACT",
+    "LoggedRun",
+    "download_artifacts",
+    "find_runs",
+    "get_run",
+    "log_artifacts",
+    "log_calibration",
+    "read_cases",
+]
 
 CASES_ARTIFACT = "cases.parquet"  # the per-case table every stage run logs
 
-RUN_STAGES = ("full", "dev")  # runs that carry a stage's artifacts (a sweep's or staged job's parent does not)
+RUN_STAGES = (
+    "full",
+    "dev",
+)  # runs that carry a stage's artifacts (a sweep's or staged job's parent does not)
 
 
 class LoggedRun(BaseModel):
@@ -58,7 +70,10 @@ _ID_PREFIX = re.compile(r"[0-9a-f]{4,31}")  # a shortened run id (MLflow's are 3
 def _client(uri: str) -> MlflowClient:
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
-        raise InputError(str(db), "no tracking store here (run from the directory holding mlflow.db, or set --tracking-uri / MLFLOW_TRACKING_URI)")
+        raise InputError(
+            str(db),
+            "no tracking store here (run from the directory holding mlflow.db, or set --tracking-uri / MLFLOW_TRACKING_URI)",
+        )
     return connect(uri)
 
 
@@ -87,8 +102,11 @@ def get_run(uri: str, ref: str) -> LoggedRun:
     except MlflowException:
         pass
     experiments = all_experiment_ids(client)
-    found = {r.info.run_id: r for r in all_runs(client, experiments, equals("attributes.run_name", ref)[0])
-             if r.info.run_name == ref}
+    found = {
+        r.info.run_id: r
+        for r in all_runs(client, experiments, equals("attributes.run_name", ref)[0])
+        if r.info.run_name == ref
+    }
     if not found and _ID_PREFIX.fullmatch(ref):
         found = {r.info.run_id: r for r in all_runs(client, experiments) if r.info.run_id.startswith(ref)}
     if not found:
@@ -112,8 +130,12 @@ def find_runs(uri: str, experiment: str, params: Mapping[str, str]) -> list[Logg
             raise InputError("--param", "an MLflow param name cannot hold `", field=f"{key}={value}")
         parts.append(equals(f"params.`{key}`", value)[0])
     runs = all_runs(client, [exp.experiment_id], " and ".join(parts), order_by=["attributes.start_time ASC"])
-    return [_logged(client, r) for r in runs if r.data.tags.get("ragtrack.stage") in RUN_STAGES
-            and all(r.data.params.get(k) == v for k, v in params.items())]
+    return [
+        _logged(client, r)
+        for r in runs
+        if r.data.tags.get("ragtrack.stage") in RUN_STAGES
+        and all(r.data.params.get(k) == v for k, v in params.items())
+    ]
 
 
 def download_artifacts(uri: str, run: LoggedRun, dst: Path, path: str = "") -> Path:
@@ -124,11 +146,16 @@ def download_artifacts(uri: str, run: LoggedRun, dst: Path, path: str = "") -> P
     """
     client = _client(uri)
     dst.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a progress bar per file would fill the console
+    os.environ.setdefault(
+        "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"
+    )  # a progress bar per file would fill the console
     try:
         local = Path(client.download_artifacts(run.run_id, path, str(dst)))
     except (MlflowException, OSError) as e:
-        raise InputError(f"run {run.run_id}", f"cannot download artifact {path or '(all)'}: {redact_text(str(e)).splitlines()[0]}") from None
+        raise InputError(
+            f"run {run.run_id}",
+            f"cannot download artifact {path or '(all)'}: {redact_text(str(e)).splitlines()[0]}",
+        ) from None
     return local
 
 
@@ -137,7 +164,7 @@ def log_artifacts(uri: str, run_id: str, local_dir: Path, artifact_path: str) ->
     _client(uri).log_artifacts(run_id, str(local_dir), artifact_path)
 
 
-def read_cases(uri: str, run_id: str) -> "pandas.DataFrame":
+def read_cases(uri: str, run_id: str) -> pandas.DataFrame:
     """The run's per-case table (`cases.parquet`)."""
     import pandas as pd
 
@@ -151,6 +178,9 @@ def log_calibration(uri: str, run_id: str, metrics: dict[str, float], golden: Pa
     client = _client(uri)
     now = int(time.time() * 1000)
     entries = [Metric(k, v, now, 0) for k, v in sorted(metrics.items()) if not math.isnan(v)]
-    tags = [RunTag("ragtrack.calibration_golden", f"{golden.stem}@{sha1_file(golden)}"), RunTag("ragtrack.calibration_column", column)]
+    tags = [
+        RunTag("ragtrack.calibration_golden", f"{golden.stem}@{sha1_file(golden)}"),
+        RunTag("ragtrack.calibration_column", column),
+    ]
     client.log_batch(run_id, metrics=entries, tags=tags, synchronous=True)
     client.log_artifact(run_id, str(golden), "calibration")

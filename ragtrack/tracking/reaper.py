@@ -23,13 +23,24 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack.tracking.search import all_experiment_ids, all_runs, equals
 
-__all__ = ["HOST_TAG", "PID_TAG", "REAPED_TAG", "STARTED_TAG", "ReapedRun", "process_alive", "process_tags", "reap_dead_runs"]
+__all__ = [
+    "HOST_TAG",
+    "PID_TAG",
+    "REAPED_TAG",
+    "STARTED_TAG",
+    "ReapedRun",
+    "process_alive",
+    "process_tags",
+    "reap_dead_runs",
+]
 
 log = logging.getLogger("ragtrack")
 
 HOST_TAG = "ragtrack.host"
 PID_TAG = "ragtrack.pid"
-STARTED_TAG = "ragtrack.pid_started"  # the process's start time (epoch seconds): pid reuse shows as a different time
+STARTED_TAG = (
+    "ragtrack.pid_started"  # the process's start time (epoch seconds): pid reuse shows as a different time
+)
 REAPED_TAG = "ragtrack.reaped"
 _START_TOLERANCE_S = 1.0
 
@@ -51,7 +62,11 @@ def _start_time(pid: int) -> float:
 
 def process_tags() -> dict[str, str]:
     """The tags that let a later command tell whether this run's process still exists."""
-    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), STARTED_TAG: f"{_start_time(os.getpid()):.3f}"}
+    return {
+        HOST_TAG: socket.gethostname(),
+        PID_TAG: str(os.getpid()),
+        STARTED_TAG: f"{_start_time(os.getpid()):.3f}",
+    }
 
 
 def process_alive(pid: int, started: float | None) -> bool:
@@ -75,7 +90,11 @@ def _float(text: str | None) -> float | None:
 def reap_dead_runs(client: MlflowClient) -> list[ReapedRun]:
     """End every RUNNING run of this host whose process is gone as KILLED; return them."""
     host = socket.gethostname()
-    runs = all_runs(client, all_experiment_ids(client), f"attributes.status = 'RUNNING' and {equals(f'tags.`{HOST_TAG}`', host)[0]}")
+    runs = all_runs(
+        client,
+        all_experiment_ids(client),
+        f"attributes.status = 'RUNNING' and {equals(f'tags.`{HOST_TAG}`', host)[0]}",
+    )
     reaped = []
     for run in runs:
         tags = run.data.tags
@@ -91,13 +110,27 @@ def reap_dead_runs(client: MlflowClient) -> list[ReapedRun]:
         except MlflowException as e:
             if e.error_code != "PERMISSION_DENIED":
                 raise
-            log.warning("run %s (%s) was left RUNNING by process %d on %s, which is gone; it is not ours to end: %s",
-                        run.info.run_id, run.info.run_name, pid, host, str(e).splitlines()[0])
+            log.warning(
+                "run %s (%s) was left RUNNING by process %d on %s, which is gone; it is not ours to end: %s",
+                run.info.run_id,
+                run.info.run_name,
+                pid,
+                host,
+                str(e).splitlines()[0],
+            )
             continue
-        r = ReapedRun(run_id=run.info.run_id, run_name=run.info.run_name or "", experiment_id=run.info.experiment_id, pid=pid)
+        r = ReapedRun(
+            run_id=run.info.run_id,
+            run_name=run.info.run_name or "",
+            experiment_id=run.info.experiment_id,
+            pid=pid,
+        )
         log.warning(
             "run %s (%s) was left RUNNING by process %d on %s, which is gone: ended it KILLED (ragtrack.reaped=true)",
-            r.run_id, r.run_name, r.pid, host,
+            r.run_id,
+            r.run_name,
+            r.pid,
+            host,
         )
         reaped.append(r)
     return reaped

@@ -44,7 +44,9 @@ PROBE_TIMEOUT_S = 10
 _SEARCH = "/api/2.0/mlflow/experiments/search"
 _ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts"
 # How MLflow's wrapped requests errors say that nothing answered: a socket error, or a timeout.
-_REASON = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)|((?:Read )?timed out|Connection aborted|RemoteDisconnected)")
+_REASON = re.compile(
+    r"\[Errno -?\d+\] ([^'\")\]]+)|((?:Read )?timed out|Connection aborted|RemoteDisconnected)"
+)
 
 
 def is_http(uri: str) -> bool:
@@ -81,7 +83,9 @@ def _check_database(uri: str) -> None:
 
     try:
         url = sqlalchemy.engine.make_url(uri)
-        timeout = {"connect_timeout": PROBE_TIMEOUT_S} if url.get_backend_name() in ("postgresql", "mysql") else {}
+        timeout = (
+            {"connect_timeout": PROBE_TIMEOUT_S} if url.get_backend_name() in ("postgresql", "mysql") else {}
+        )
         engine = sqlalchemy.create_engine(url, poolclass=NullPool, connect_args=timeout)
         try:
             with engine.connect():
@@ -89,8 +93,10 @@ def _check_database(uri: str) -> None:
         finally:
             engine.dispose()
     except ImportError as e:
-        raise InputError(_where(uri), f"its database driver is not installed ({e}); for PostgreSQL: "
-                         "pip install 'ragtrack[server]'") from None
+        raise InputError(
+            _where(uri),
+            f"its database driver is not installed ({e}); for PostgreSQL: pip install 'ragtrack[server]'",
+        ) from None
     except Exception as e:  # any driver or SQLAlchemy error: the database cannot be used
         raise InputError(_where(uri), f"cannot connect to the database: {_first_line(e)}") from None
 
@@ -104,7 +110,11 @@ def _unanswered(e: BaseException) -> str | None:
 def summary(e: BaseException) -> str:
     """One line for an error of a call to the store: a connection failure as its reason, not MLflow's paragraph."""
     reason = _unanswered(e)
-    return f"the tracking server does not answer ({reason})" if reason else f"{type(e).__name__}: {_first_line(e)}"
+    return (
+        f"the tracking server does not answer ({reason})"
+        if reason
+        else f"{type(e).__name__}: {_first_line(e)}"
+    )
 
 
 def _first_line(e: BaseException | str) -> str:
@@ -115,8 +125,11 @@ def _first_line(e: BaseException | str) -> str:
 def _check_server(uri: str) -> None:
     parts = urlsplit(uri)
     if parts.username or parts.password:
-        raise InputError(_where(uri), "credentials in the URI are not accepted: set MLFLOW_TRACKING_USERNAME and "
-                         "MLFLOW_TRACKING_PASSWORD instead")
+        raise InputError(
+            _where(uri),
+            "credentials in the URI are not accepted: set MLFLOW_TRACKING_USERNAME and "
+            "MLFLOW_TRACKING_PASSWORD instead",
+        )
     from mlflow.utils.credentials import get_default_host_creds
     from mlflow.utils.rest_utils import http_request
 
@@ -124,29 +137,45 @@ def _check_server(uri: str) -> None:
 
     def get(endpoint: str, retries: int, **params: object):  # noqa: ANN202 - a requests.Response
         try:
-            return http_request(creds, endpoint, "GET", params=params, max_retries=retries, backoff_factor=PROBE_BACKOFF,
-                                timeout=PROBE_TIMEOUT_S, raise_on_status=False)
+            return http_request(
+                creds,
+                endpoint,
+                "GET",
+                params=params,
+                max_retries=retries,
+                backoff_factor=PROBE_BACKOFF,
+                timeout=PROBE_TIMEOUT_S,
+                raise_on_status=False,
+            )
         except Exception as e:  # MLflow wraps connection errors and timeouts in MlflowException
             reason = _unanswered(e) or _first_line(e)
-            raise InputError(_where(uri), f"the tracking server does not answer ({reason}; "
-                             f"{retries + 1} attempts)") from None
+            raise InputError(
+                _where(uri), f"the tracking server does not answer ({reason}; {retries + 1} attempts)"
+            ) from None
 
     with _quiet_retries():
         r = get(_SEARCH, PROBE_RETRIES, max_results=1)
     if r.status_code == 401:
         user = os.environ.get("MLFLOW_TRACKING_USERNAME")
-        problem = (f"the tracking server refused the credentials of user {user!r} (MLFLOW_TRACKING_USERNAME/"
-                   "MLFLOW_TRACKING_PASSWORD)" if user else
-                   "the tracking server requires credentials: set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD")
+        problem = (
+            f"the tracking server refused the credentials of user {user!r} (MLFLOW_TRACKING_USERNAME/"
+            "MLFLOW_TRACKING_PASSWORD)"
+            if user
+            else "the tracking server requires credentials: set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD"
+        )
         raise InputError(_where(uri), problem)
     if r.status_code != 200:
-        raise InputError(_where(uri), f"the tracking server answered HTTP {r.status_code}: {_message(r.text)}")
+        raise InputError(
+            _where(uri), f"the tracking server answered HTTP {r.status_code}: {_message(r.text)}"
+        )
     # The artifact proxy (`--serve-artifacts`): a missing bucket or prefix it cannot list shows here.
     # 503 means the server does not proxy artifacts (clients write to the store themselves).
     with _quiet_retries():
         r = get(_ARTIFACTS, 0)
     if r.status_code not in (200, 503):
-        raise InputError(_where(uri), f"the server's artifact store fails (HTTP {r.status_code}): {_message(r.text)}")
+        raise InputError(
+            _where(uri), f"the server's artifact store fails (HTTP {r.status_code}): {_message(r.text)}"
+        )
 
 
 @contextmanager

@@ -16,19 +16,30 @@ from mlflow.tracking import MlflowClient
 
 __all__ = ["PAGE", "all_experiment_ids", "all_runs", "equals"]
 
-PAGE = 1000  # runs per request: MLflow's default page; a request for more costs the server more memory at once
+PAGE = (
+    1000  # runs per request: MLflow's default page; a request for more costs the server more memory at once
+)
 
 
-def all_runs(client: MlflowClient, experiment_ids: Sequence[str], filter_string: str = "",
-             order_by: Sequence[str] | None = None) -> list[Run]:
+def all_runs(
+    client: MlflowClient,
+    experiment_ids: Sequence[str],
+    filter_string: str = "",
+    order_by: Sequence[str] | None = None,
+) -> list[Run]:
     """Every run of `experiment_ids` matching `filter_string`, in `order_by` order, page after page."""
     if not experiment_ids:
         return []
     out: list[Run] = []
     token = None
     while True:
-        page = client.search_runs(list(experiment_ids), filter_string, max_results=PAGE,
-                                  order_by=list(order_by) if order_by else None, page_token=token)
+        page = client.search_runs(
+            list(experiment_ids),
+            filter_string,
+            max_results=PAGE,
+            order_by=list(order_by) if order_by else None,
+            page_token=token,
+        )
         out += page
         token = page.token
         if not token:

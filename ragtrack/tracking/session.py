@@ -86,4 +86,6 @@ def place_run(client: MlflowClient, uri: str, experiment: str, parent_run_id: st
         exp_id = client.get_run(parent_run_id).info.experiment_id
     else:
         exp_id = _experiment_by_name(client, experiment, uri)
-    return Placement(experiment_id=exp_id, experiment_name=client.get_experiment(exp_id).name, parent_run_id=parent_run_id)
+    return Placement(
+        experiment_id=exp_id, experiment_name=client.get_experiment(exp_id).name, parent_run_id=parent_run_id
+    )

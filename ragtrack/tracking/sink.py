@@ -33,16 +33,17 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from ragtrack.inputs.archive import write_archive
-from ragtrack.run.case_traces import case_traces
-from ragtrack.inputs.config import RunConfig
 from ragtrack.core.errors import DiskFull, InputError, RunNotEnded, disk_full
 from ragtrack.core.hashing import canonical_json, sha256_json
-from ragtrack.run.jobkey import JOB_KEY_TAG
 from ragtrack.core.redact import redact, redact_text
+from ragtrack.core.termination import Terminated, deferred
+from ragtrack.core.types import ComponentInfo, RunResult, TrackingRecord
+from ragtrack.inputs.archive import write_archive
+from ragtrack.inputs.config import RunConfig
+from ragtrack.run.case_traces import case_traces
+from ragtrack.run.jobkey import JOB_KEY_TAG
 from ragtrack.run.report import render_report, render_scorer_report
 from ragtrack.run.results import cases_frame
-from ragtrack.core.termination import Terminated, deferred
 from ragtrack.tracking.eval_datasets import EVAL_DATASET_TAG, ensure_eval_dataset
 from ragtrack.tracking.prompt_registry import link_prompt
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
@@ -60,7 +61,6 @@ from ragtrack.tracking.space import (
 from ragtrack.tracking.store import log_inputs_idempotent, sqlite_path
 from ragtrack.tracking.traces import log_case_traces
 from ragtrack.tracking.versions import ensure_version, version_of
-from ragtrack.core.types import ComponentInfo, RunResult, TrackingRecord
 
 __all__ = [
     "MlflowSink",
@@ -83,10 +83,14 @@ MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
 MAX_RUN_NAME = 250
-UI_TABLE_ROWS = 10_000  # cases in `cases_table.json` (the UI's table view: 1.3 KB each); all are in cases.parquet
+UI_TABLE_ROWS = (
+    10_000  # cases in `cases_table.json` (the UI's table view: 1.3 KB each); all are in cases.parquet
+)
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
 MODEL_ID_TAG = "ragtrack.model_id"  # the run's version (LoggedModel), see `tracking.versions`
-PROMPT_URI_TAG = "ragtrack.prompt_uri"  # the run's prompt in the Prompt Registry, see `tracking.prompt_registry`
+PROMPT_URI_TAG = (
+    "ragtrack.prompt_uri"  # the run's prompt in the Prompt Registry, see `tracking.prompt_registry`
+)
 
 
 def default_tracking_uri(base_dir: str | Path) -> str:
@@ -124,12 +128,18 @@ def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
             ragtrack_version=m.ragtrack_version,
         )
         params[f"generator/{m.generator.name}/version"] = m.generator.version
-        params.update({f"generator/{m.generator.name}/{k}": _param_value(v) for k, v in m.generator.params.items()})
+        params.update(
+            {f"generator/{m.generator.name}/{k}": _param_value(v) for k, v in m.generator.params.items()}
+        )
         params.update({f"generator/{m.generator.name}/{k}": v for k, v in m.generator_provenance.items()})
         for s in m.scorers:
             params.update(scorer_params(s))
         if m.subset is not None:
-            params.update(subset_parent=m.subset.parent_version, subset_seed=str(m.subset.seed), subset_n=str(m.subset.n))
+            params.update(
+                subset_parent=m.subset.parent_version,
+                subset_seed=str(m.subset.seed),
+                subset_n=str(m.subset.n),
+            )
     return params
 
 
@@ -139,7 +149,9 @@ def scorer_params(info: ComponentInfo) -> dict[str, str]:
     if info.code_sha256 is not None:
         out[f"scorer/{info.name}/code_sha256"] = info.code_sha256
     out.update({f"scorer/{info.name}/{k}": _param_value(v) for k, v in info.params.items()})
-    out.update({f"scorer/{info.name}/{k}": v for k, v in info.provenance.items()})  # e.g. the embedding model's weights sha256
+    out.update(
+        {f"scorer/{info.name}/{k}": v for k, v in info.provenance.items()}
+    )  # e.g. the embedding model's weights sha256
     return out
 
 
@@ -174,8 +186,11 @@ def log_batches(
         client.log_batch(run_id, params=chunk, synchronous=True)
     now_ms = int(time.time() * 1000)
     name, digest = dataset or (None, None)
-    entries = [Metric(k, float(v), now_ms, 0, model_id=model_id, dataset_name=name, dataset_digest=digest)
-               for k, v in sorted((metrics or {}).items()) if not math.isnan(v)]
+    entries = [
+        Metric(k, float(v), now_ms, 0, model_id=model_id, dataset_name=name, dataset_digest=digest)
+        for k, v in sorted((metrics or {}).items())
+        if not math.isnan(v)
+    ]
     run_tags = [RunTag(k, v) for k, v in (tags or {}).items()]
     for i, chunk in enumerate(_chunks(entries, MAX_METRICS_PER_BATCH)):
         client.log_batch(run_id, metrics=chunk, tags=run_tags if i == 0 else [], synchronous=True)
@@ -214,9 +229,15 @@ def _ending(run_id: str, error: BaseException | None) -> Iterator[None]:
             why, before = str(error), ""  # the disk that failed the run is still full
         else:
             why = str(full) if full is not None else summary(e)
-            before = f" (it had failed with {summary(error)})" if error is not None and summary(error) != why else ""
-        raise RunNotEnded(f"run {run_id} could not be ended: {why}{before}; it stays RUNNING until the next ragtrack "
-                          "command on this store, from this host, ends it KILLED") from e
+            before = (
+                f" (it had failed with {summary(error)})"
+                if error is not None and summary(error) != why
+                else ""
+            )
+        raise RunNotEnded(
+            f"run {run_id} could not be ended: {why}{before}; it stays RUNNING until the next ragtrack "
+            "command on this store, from this host, ends it KILLED"
+        ) from e
 
 
 class MlflowSink:
@@ -264,16 +285,24 @@ class MlflowSink:
         """
         if not self.job_key:
             return None
-        runs = all_runs(self.client, [self.placement.experiment_id],
-                        f"tags.`{JOB_KEY_TAG}` = '{self.job_key}' and attributes.status = 'FINISHED'",
-                        order_by=["attributes.start_time DESC"])
+        runs = all_runs(
+            self.client,
+            [self.placement.experiment_id],
+            f"tags.`{JOB_KEY_TAG}` = '{self.job_key}' and attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time DESC"],
+        )
         sweep = self.placement.parent_run_id
-        return next((r.info.run_id for r in runs if sweep is None or r.data.tags.get("mlflow.parentRunId") != sweep), None)
+        return next(
+            (r.info.run_id for r in runs if sweep is None or r.data.tags.get("mlflow.parentRunId") != sweep),
+            None,
+        )
 
     def run_name(self, stage: str) -> str:
         """`<adapter>-<prompt>[-<built index>]` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""
         cfg = self.cfg
-        base = cfg.tracking.run_name or "-".join([cfg.adapter.name, cfg.prompt.label] + ([cfg.index.name] if cfg.index.built else []))
+        base = cfg.tracking.run_name or "-".join(
+            [cfg.adapter.name, cfg.prompt.label] + ([cfg.index.name] if cfg.index.built else [])
+        )
         if stage == "staged":
             name = f"{base} (staged)"
         else:
@@ -299,7 +328,9 @@ class MlflowSink:
             run_name=run.info.run_name or "",
             experiment_id=self.placement.experiment_id,
             experiment_name=self.placement.experiment_name,
-            start_time=dt.datetime.fromtimestamp(run.info.start_time / 1000, dt.timezone.utc).isoformat(timespec="milliseconds"),
+            start_time=dt.datetime.fromtimestamp(run.info.start_time / 1000, dt.UTC).isoformat(
+                timespec="milliseconds"
+            ),
             parent_run_id=self._parents[-1] if self._parents else None,
         )
         self._parents.append(run_id)
@@ -309,7 +340,9 @@ class MlflowSink:
             log_batches(self.client, run_id, params=self._params(None))
             yield lambda result: self.log_result(run_id, result, stage, record)
         except BaseException as e:
-            error = disk_full(e, self._artifact_dirs[run_id] or self._store_dir or Path.cwd(), self._needed) or e
+            error = (
+                disk_full(e, self._artifact_dirs[run_id] or self._store_dir or Path.cwd(), self._needed) or e
+            )
             if error is e:
                 raise
             raise error from e
@@ -339,7 +372,9 @@ class MlflowSink:
     def log_result(self, run_id: str, result: RunResult, stage: str, record: TrackingRecord) -> None:
         """Params, metrics, dataset input and artifacts of one finished stage."""
         early = self._params(None)  # logged when the run was created
-        log_batches(self.client, run_id, params={k: v for k, v in self._params(result).items() if k not in early})
+        log_batches(
+            self.client, run_id, params={k: v for k, v in self._params(result).items() if k not in early}
+        )
         metrics = dict(result.metrics)
         metrics.update({f"timing/{k}": v for k, v in result.timings.items()})
         tags = {
@@ -355,48 +390,75 @@ class MlflowSink:
             tags[PROMPT_URI_TAG] = prompt_uri
         if stage != "staged":
             m = result.manifest
-            dataset_id = ensure_eval_dataset(self.client, self.placement.experiment_id, m.eval_set_version,
-                                             result.eval_set.cases)
+            dataset_id = ensure_eval_dataset(
+                self.client, self.placement.experiment_id, m.eval_set_version, result.eval_set.cases
+            )
             if dataset_id is not None:
                 tags[EVAL_DATASET_TAG] = dataset_id
         first = result.manifest.eval_files[0] if result.manifest.eval_files else None
-        dataset = (first.stem, first.sha1[:MAX_DIGEST]) if first is not None and model_id is not None else None
+        dataset = (
+            (first.stem, first.sha1[:MAX_DIGEST]) if first is not None and model_id is not None else None
+        )
         log_batches(self.client, run_id, metrics=metrics, tags=tags, model_id=model_id, dataset=dataset)
         if stage != "staged":
             self._log_dataset(run_id, result)
             traced = self._traces_wanted(result)
             self._log_artifacts(run_id, result, record, traced=traced)
             if traced:
-                log_case_traces(self.uri, self.placement.experiment_id, run_id, case_traces(result),
-                                model_id=self.model_ids.get(run_id))
+                log_case_traces(
+                    self.uri,
+                    self.placement.experiment_id,
+                    run_id,
+                    case_traces(result),
+                    model_id=self.model_ids.get(run_id),
+                )
 
     def _link_prompt(self, run_id: str, result: RunResult) -> str | None:
         """The run's prompt as a version in MLflow's Prompt Registry (`tracking.prompt_registry`), linked to the run."""
         m = result.manifest
         try:
             template = Path(m.prompt_path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):  # validated when the run was prepared; gone since: not registered
+        except (
+            OSError,
+            UnicodeDecodeError,
+        ):  # validated when the run was prepared; gone since: not registered
             return None
-        return link_prompt(self.client, run_id, self.placement.experiment_name, self.placement.experiment_id, template,
-                           m.prompt_sha256, m.prompt_version, registered=m.prompt_uri)
+        return link_prompt(
+            self.client,
+            run_id,
+            self.placement.experiment_name,
+            self.placement.experiment_id,
+            template,
+            m.prompt_sha256,
+            m.prompt_version,
+            registered=m.prompt_uri,
+        )
 
     def _traces_wanted(self, result: RunResult) -> bool:
         limit = self.cfg.tracking.traces_max_cases
         if 0 < limit < result.manifest.n_cases:
-            log.warning("per-case traces not logged: %d cases > tracking.traces_max_cases=%d (per-case results are in "
-                        "cases.parquet)", result.manifest.n_cases, limit)
+            log.warning(
+                "per-case traces not logged: %d cases > tracking.traces_max_cases=%d (per-case results are in "
+                "cases.parquet)",
+                result.manifest.n_cases,
+                limit,
+            )
         return 0 < result.manifest.n_cases <= limit
 
     def _traces_note(self, result: RunResult, traced: bool) -> str:
         """The report's line on per-case traces: logged, or why not."""
         n, limit = result.manifest.n_cases, self.cfg.tracking.traces_max_cases
         if traced:
-            return (f"Logged: one trace per case ({n}), each with its subscores as assessments; open the experiment's "
-                    "**Evaluation runs** view in the MLflow UI to see them, or to compare runs case by case.")
+            return (
+                f"Logged: one trace per case ({n}), each with its subscores as assessments; open the experiment's "
+                "**Evaluation runs** view in the MLflow UI to see them, or to compare runs case by case."
+            )
         if limit == 0:
             return "Not logged: tracking.traces_max_cases=0."
-        return (f"Not logged: {n} cases > tracking.traces_max_cases={limit} (raise it to log them); "
-                "every case's subscores are in cases.parquet.")
+        return (
+            f"Not logged: {n} cases > tracking.traces_max_cases={limit} (raise it to log them); "
+            "every case's subscores are in cases.parquet."
+        )
 
     def _log_dataset(self, run_id: str, result: RunResult) -> None:
         inputs = []
@@ -421,7 +483,9 @@ class MlflowSink:
         traces_note = self._traces_note(result, traced)
         tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
         try:
-            manifest = write_archive(result, tmp).model_copy(update={"tracking": record, "config_sha256": self.config_sha256})
+            manifest = write_archive(result, tmp).model_copy(
+                update={"tracking": record, "config_sha256": self.config_sha256}
+            )
             result = result.model_copy(update={"manifest": manifest})
             frame = cases_frame(result)
             frame.to_parquet(tmp / "cases.parquet", index=False)
@@ -430,17 +494,25 @@ class MlflowSink:
             reports = tmp / "reports"
             reports.mkdir()
             for out in result.outputs:
-                (reports / f"{out.info.name}.md").write_text(render_scorer_report(result, out), encoding="utf-8")
+                (reports / f"{out.info.name}.md").write_text(
+                    render_scorer_report(result, out), encoding="utf-8"
+                )
             (tmp / "manifest.json").write_text(
-                json.dumps(redact(self._shown(manifest.model_dump(mode="json"))), ensure_ascii=False, indent=2),
+                json.dumps(
+                    redact(self._shown(manifest.model_dump(mode="json"))), ensure_ascii=False, indent=2
+                ),
                 encoding="utf-8",
             )
             (tmp / "config.yaml").write_text(
-                yaml.safe_dump(redact(self._shown(self.cfg.model_dump(mode="json"))), sort_keys=False, allow_unicode=True),
+                yaml.safe_dump(
+                    redact(self._shown(self.cfg.model_dump(mode="json"))), sort_keys=False, allow_unicode=True
+                ),
                 encoding="utf-8",
             )
             table = frame.head(UI_TABLE_ROWS)  # the UI's table; every case is in cases.parquet
-            self._require_space(run_id, tree_bytes(tmp) + len(table) * TABLE_BYTES_PER_CASE, traced * len(frame))
+            self._require_space(
+                run_id, tree_bytes(tmp) + len(table) * TABLE_BYTES_PER_CASE, traced * len(frame)
+            )
             self.client.log_artifacts(run_id, str(tmp))
             self.client.log_table(run_id, data=table, artifact_file="cases_table.json")
         finally:
@@ -468,7 +540,9 @@ def start_sweep_parent(uri: str, experiment: str, name: str, tags: Mapping[str, 
     return run.info.run_id
 
 
-def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, error: BaseException | None = None) -> None:
+def end_sweep_parent(
+    uri: str, run_id: str, status: str, *, failed_jobs: int, error: BaseException | None = None
+) -> None:
     """End a sweep's parent run, recording how many of its jobs failed.
 
     A sweep that did not finish (killed, or its launcher failed) also ends its children that
@@ -481,8 +555,12 @@ def end_sweep_parent(uri: str, run_id: str, status: str, *, failed_jobs: int, er
         client.set_tag(run_id, "ragtrack.failed_jobs", str(failed_jobs))
         if status != "FINISHED" and error is not None:
             exp_id = client.get_run(run_id).info.experiment_id
-            children = all_runs(client, [exp_id], f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
-                                f" and {equals(f'tags.`{HOST_TAG}`', socket.gethostname())[0]}")
+            children = all_runs(
+                client,
+                [exp_id],
+                f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
+                f" and {equals(f'tags.`{HOST_TAG}`', socket.gethostname())[0]}",
+            )
             for child in children:
                 end_run(client, child.info.run_id, error)
         if error is not None:

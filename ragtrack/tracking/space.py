@@ -22,7 +22,9 @@ __all__ = ["RUN_BYTES", "TABLE_BYTES_PER_CASE", "TRACE_BYTES", "local_dir", "req
 
 TRACE_BYTES = 20 * 1024  # store growth per traced case
 TABLE_BYTES_PER_CASE = 1536  # cases_table.json, the UI's table artifact
-RUN_BYTES = 1024 * 1024  # a run's own rows (params, metrics, tags) and the room one commit of its journal takes
+RUN_BYTES = (
+    1024 * 1024
+)  # a run's own rows (params, metrics, tags) and the room one commit of its journal takes
 
 
 def local_dir(uri: str | None) -> Path | None:

@@ -85,11 +85,18 @@ for _name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
 if not os.environ.get("RAGTRACK_DEBUG"):
     logging.getLogger("mlflow.store.db.utils").addFilter(_raised_anyway)
 
-LOCK_TIMEOUT_S = 600.0  # a migration of an empty store takes seconds; this only stops a hung holder blocking forever
+LOCK_TIMEOUT_S = (
+    600.0  # a migration of an empty store takes seconds; this only stops a hung holder blocking forever
+)
 BUSY_TIMEOUT_MS = 20_000  # the same wait MLflow sets on each of its sessions
 INPUT_ATTEMPTS = 6  # each retry resolves at least one conflicting dataset row
-NEW_STORE_BYTES = 2 * 1024 * 1024  # creating a store: 0.95 MB of database plus its journal while the schema is built
-_DEFAULT_ROWS = {"experiments": "experiment_id = 0", "workspaces": "name = 'default'"}  # rows a new store starts with
+NEW_STORE_BYTES = (
+    2 * 1024 * 1024
+)  # creating a store: 0.95 MB of database plus its journal while the schema is built
+_DEFAULT_ROWS = {
+    "experiments": "experiment_id = 0",
+    "workspaces": "name = 'default'",
+}  # rows a new store starts with
 
 _clients: dict[tuple[int, str], MlflowClient] = {}
 _clients_lock = threading.Lock()
@@ -161,8 +168,12 @@ def prepare_sqlite(db: Path) -> str:
         return state
     if state == "incomplete":
         kept = _move_aside(db)
-        log.warning("store %s was left half-created (part of MLflow's schema, no data): kept it as %s and built "
-                    "a new one", db, kept.name)
+        log.warning(
+            "store %s was left half-created (part of MLflow's schema, no data): kept it as %s and built "
+            "a new one",
+            db,
+            kept.name,
+        )
     _create(db)
     return "created" if state == "new" else "rebuilt"
 
@@ -177,12 +188,18 @@ def _state(db: Path) -> str:
         con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
             tables = {t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            revision = con.execute("SELECT version_num FROM alembic_version").fetchone() if "alembic_version" in tables else None
+            revision = (
+                con.execute("SELECT version_num FROM alembic_version").fetchone()
+                if "alembic_version" in tables
+                else None
+            )
             rows = sum(_user_rows(con, t) for t in tables if not t.startswith("alembic_"))
         finally:
             con.close()
     except sqlite3.DatabaseError as e:
-        raise InputError(str(db), f"not a usable SQLite store ({e}); move it away or point tracking.uri elsewhere") from None
+        raise InputError(
+            str(db), f"not a usable SQLite store ({e}); move it away or point tracking.uri elsewhere"
+        ) from None
     if not tables - {"alembic_version"}:
         return "new"
     head = _get_latest_schema_revision()
@@ -191,8 +208,11 @@ def _state(db: Path) -> str:
         return "ready"
     if rows == 0:
         return "incomplete"
-    raise InputError(str(db), f"the store holds data at schema {found or 'unknown'} but this MLflow needs {head}; "
-                     f"back it up and upgrade it: cp {db} {db}.bak && mlflow db upgrade sqlite:///{db}")
+    raise InputError(
+        str(db),
+        f"the store holds data at schema {found or 'unknown'} but this MLflow needs {head}; "
+        f"back it up and upgrade it: cp {db} {db}.bak && mlflow db upgrade sqlite:///{db}",
+    )
 
 
 def _user_rows(con: sqlite3.Connection, table: str) -> int:
@@ -200,7 +220,11 @@ def _user_rows(con: sqlite3.Connection, table: str) -> int:
     quoted = '"' + table.replace('"', '""') + '"'
     keep = _DEFAULT_ROWS.get(table)
     try:
-        return int(con.execute(f"SELECT count(*) FROM {quoted}" + (f" WHERE NOT ({keep})" if keep else "")).fetchone()[0])
+        return int(
+            con.execute(
+                f"SELECT count(*) FROM {quoted}" + (f" WHERE NOT ({keep})" if keep else "")
+            ).fetchone()[0]
+        )
     except sqlite3.OperationalError:  # a table from another schema without that column: count every row
         return int(con.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0])
 
@@ -240,11 +264,11 @@ def _companions(db: Path) -> list[Path]:
 
 
 def _move_aside(db: Path) -> Path:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     kept = db.with_name(f"{db.name}.incomplete-{stamp}")
     for src in (db, *_companions(db)):
         if src.exists():
-            os.replace(src, kept.with_name(kept.name + src.name[len(db.name):]))
+            os.replace(src, kept.with_name(kept.name + src.name[len(db.name) :]))
     return kept
 
 
@@ -292,4 +316,3 @@ def log_inputs_idempotent(client: MlflowClient, run_id: str, datasets: Sequence[
                 raise
             log.debug("dataset inputs of run %s lost an insert race (attempt %d); retrying", run_id, attempt)
             time.sleep(random.uniform(0.05, 0.2) * attempt)
-

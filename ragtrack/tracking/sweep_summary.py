@@ -22,9 +22,6 @@ from pathlib import Path
 from mlflow.entities import Metric, Run, RunTag
 from mlflow.tracking import MlflowClient
 
-from ragtrack.inputs.config import TrackingConfig
-from ragtrack.core.errors import InputError
-from ragtrack.core.redact import redact_text
 from ragtrack.analysis.summary import (
     JobScores,
     SweepJob,
@@ -37,12 +34,22 @@ from ragtrack.analysis.summary import (
     summary_frame,
     verdict,
 )
+from ragtrack.core.errors import InputError
+from ragtrack.core.redact import redact_text
+from ragtrack.inputs.config import TrackingConfig
 from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.search import all_runs
 from ragtrack.tracking.session import connect
 from ragtrack.tracking.ui_links import compare_runs_link
 
-__all__ = ["BEST_RUN_TAG", "SWEEP_JOB_TAG", "TIED_RUNS_TAG", "VERDICT_TAG", "compare_link", "log_sweep_summary"]
+__all__ = [
+    "BEST_RUN_TAG",
+    "SWEEP_JOB_TAG",
+    "TIED_RUNS_TAG",
+    "VERDICT_TAG",
+    "compare_link",
+    "log_sweep_summary",
+]
 
 BEST_RUN_TAG = "ragtrack.best_run_id"  # only when that job beats every other significantly
 VERDICT_TAG = "ragtrack.sweep_verdict"  # best | tied | none
@@ -78,7 +85,9 @@ def _scores(uri: str, client: MlflowClient, run: Run, metric: str, finished: boo
     except InputError:
         return JobScores(metrics=run.data.metrics)
     terms = headline_terms(metric, {c: frame[c].tolist() for c in frame.columns})
-    return JobScores(metrics=run.data.metrics, terms=terms, case_ids=[str(i) for i in frame["id"]] if terms else None)
+    return JobScores(
+        metrics=run.data.metrics, terms=terms, case_ids=[str(i) for i in frame["id"]] if terms else None
+    )
 
 
 def log_sweep_summary(
@@ -95,21 +104,31 @@ def log_sweep_summary(
         run = client.get_run(job.run_id) if job.run_id else children.get(str(job.index))
         if run is not None:
             runs[job.index] = run
-            job = job.model_copy(update={
-                "run_id": run.info.run_id,
-                "run_name": run.info.run_name,
-                "status": run.info.status if job.status == "FINISHED" else job.status,
-                "stage": run.data.tags.get("ragtrack.reached_stage"),
-            })
+            job = job.model_copy(
+                update={
+                    "run_id": run.info.run_id,
+                    "run_name": run.info.run_name,
+                    "status": run.info.status if job.status == "FINISHED" else job.status,
+                    "stage": run.data.tags.get("ragtrack.reached_stage"),
+                }
+            )
         resolved.append(job)
     finished = [runs[j.index].data.metrics for j in resolved if j.index in runs and j.status == "FINISHED"]
     metric = headline_metric(settings.headline_metric, scorers, finished)
-    scores = {j.index: _scores(uri, client, runs[j.index], metric, j.status == "FINISHED") for j in resolved if j.index in runs}
-    summary = summarize(resolved, scores, metric, seed=settings.bootstrap_seed, n_resamples=settings.bootstrap_resamples)
+    scores = {
+        j.index: _scores(uri, client, runs[j.index], metric, j.status == "FINISHED")
+        for j in resolved
+        if j.index in runs
+    }
+    summary = summarize(
+        resolved, scores, metric, seed=settings.bootstrap_seed, n_resamples=settings.bootstrap_resamples
+    )
     out = Path(tempfile.mkdtemp(prefix="ragtrack-sweep-"))
     try:
         summary_frame(summary).to_parquet(out / "sweep_summary.parquet", index=False)
-        (out / "sweep_summary.md").write_text(redact_text(render_summary(summary, parent_run_id)), encoding="utf-8")
+        (out / "sweep_summary.md").write_text(
+            redact_text(render_summary(summary, parent_run_id)), encoding="utf-8"
+        )
         plot_summary(summary, out / "sweep_summary.png")
         client.log_artifacts(parent_run_id, str(out))
     finally:
@@ -128,17 +147,24 @@ def _log_best(client: MlflowClient, parent_run_id: str, summary: SweepSummary) -
     metrics = [Metric(k, float(v), now, 0) for k, v in counts.items()]
     winner = summary.winner
     outcome = "best" if winner is not None else "tied" if summary.best is not None else "none"
-    tags = [RunTag("ragtrack.headline_metric", summary.metric), RunTag(VERDICT_TAG, outcome),
-            RunTag("ragtrack.sweep_verdict_text", verdict(summary)[:MAX_TAG])]
+    tags = [
+        RunTag("ragtrack.headline_metric", summary.metric),
+        RunTag(VERDICT_TAG, outcome),
+        RunTag("ragtrack.sweep_verdict_text", verdict(summary)[:MAX_TAG]),
+    ]
     if winner is not None and winner.run_id:
         tags.append(RunTag(BEST_RUN_TAG, winner.run_id))
     elif summary.best is not None:
         run_of = {r.job: r.run_id for r in summary.rows}
-        tags.append(RunTag(TIED_RUNS_TAG, ",".join(str(run_of[j]) for j in summary.tied if run_of.get(j))[:MAX_TAG]))
+        tags.append(
+            RunTag(TIED_RUNS_TAG, ",".join(str(run_of[j]) for j in summary.tied if run_of.get(j))[:MAX_TAG])
+        )
     client.log_batch(parent_run_id, metrics=metrics, tags=tags, synchronous=True)
 
 
 def compare_link(uri: str, parent_run_id: str, summary: SweepSummary) -> str:
     """The MLflow UI page comparing the sweep's finished jobs side by side (`ui_links.compare_runs_link`)."""
     experiment_id = connect(uri).get_run(parent_run_id).info.experiment_id
-    return compare_runs_link(uri, experiment_id, [r.run_id for r in summary.rows if r.status == "FINISHED" and r.run_id])
+    return compare_runs_link(
+        uri, experiment_id, [r.run_id for r in summary.rows if r.status == "FINISHED" and r.run_id]
+    )

@@ -30,7 +30,12 @@ __all__ = ["assessment_row", "start_traces"]
 
 log = logging.getLogger(__name__)
 
-_NEEDED = ("ManagedSessionMaker", "get_experiment", "_check_experiment_is_active", "_get_trace_artifact_location_tag")
+_NEEDED = (
+    "ManagedSessionMaker",
+    "get_experiment",
+    "_check_experiment_is_active",
+    "_get_trace_artifact_location_tag",
+)
 
 
 def _internals() -> SimpleNamespace | None:
@@ -66,7 +71,12 @@ def _internals() -> SimpleNamespace | None:
 def start_traces(store: object, infos: Sequence[TraceInfo]) -> bool:
     """Write every trace of `infos` (one experiment) in one transaction; False when `store` is not one this batches."""
     m = _internals()
-    if m is None or not isinstance(store, m.SqlAlchemyStore) or not infos or not all(hasattr(store, n) for n in _NEEDED):
+    if (
+        m is None
+        or not isinstance(store, m.SqlAlchemyStore)
+        or not infos
+        or not all(hasattr(store, n) for n in _NEEDED)
+    ):
         return False
     experiment_ids = {info.experiment_id for info in infos}
     if len(experiment_ids) != 1:
@@ -77,12 +87,18 @@ def start_traces(store: object, infos: Sequence[TraceInfo]) -> bool:
         store._check_experiment_is_active(experiment)
         m.enqueue_rollup_rebuild_partitions(
             session,
-            [(family, int(experiment_id), [i.request_time for i in infos])
-             for family in (m.RollupFamily.TRACE_METRIC, m.RollupFamily.ASSESSMENT)],
+            [
+                (family, int(experiment_id), [i.request_time for i in infos])
+                for family in (m.RollupFamily.TRACE_METRIC, m.RollupFamily.ASSESSMENT)
+            ],
         )
         now = int(time.time() * 1000)
-        rows: dict[Any, list[dict[str, Any]]] = {m.SqlTraceInfo: [], m.SqlTraceTag: [], m.SqlTraceMetadata: [],
-                                                 m.SqlAssessments: []}
+        rows: dict[Any, list[dict[str, Any]]] = {
+            m.SqlTraceInfo: [],
+            m.SqlTraceTag: [],
+            m.SqlTraceMetadata: [],
+            m.SqlAssessments: [],
+        }
         for info in infos:
             _rows(m, store, experiment, info, now, rows)
         for model, table_rows in rows.items():  # parents first: the children's foreign keys name them
@@ -110,31 +126,48 @@ def _given(obj: Any) -> dict[str, Any]:
     return {a.columns[0].key: given[a.key] for a in inspect(type(obj)).column_attrs if a.key in given}
 
 
-def _rows(m: SimpleNamespace, store: Any, experiment: Any, info: TraceInfo, now: int,
-          rows: dict[Any, list[dict[str, Any]]]) -> None:
+def _rows(
+    m: SimpleNamespace,
+    store: Any,
+    experiment: Any,
+    info: TraceInfo,
+    now: int,
+    rows: dict[Any, list[dict[str, Any]]],
+) -> None:
     """Add to `rows` the trace info, tags, metadata and assessments `start_trace` would write for `info`."""
     trace_id = info.trace_id
     metadata = dict(info.trace_metadata.items())
-    rows[m.SqlTraceInfo].append(_given(m.SqlTraceInfo(
-        request_id=trace_id,
-        experiment_id=info.experiment_id,
-        timestamp_ms=info.request_time,
-        execution_time_ms=info.execution_duration,
-        status=info.state.value,
-        client_request_id=info.client_request_id,
-        request_preview=info.request_preview,
-        response_preview=info.response_preview,
-        trace_name=m.validate_trace_name(info.tags.get(m.TRACE_NAME)),
-        **m.analytics_columns_from_metadata(metadata),
-    )))
-    rows[m.SqlTraceTag] += [{"request_id": trace_id, "key": k, "value": v}
-                            for k, v in info.tags.items() if k != m.TRACE_NAME]
+    rows[m.SqlTraceInfo].append(
+        _given(
+            m.SqlTraceInfo(
+                request_id=trace_id,
+                experiment_id=info.experiment_id,
+                timestamp_ms=info.request_time,
+                execution_time_ms=info.execution_duration,
+                status=info.state.value,
+                client_request_id=info.client_request_id,
+                request_preview=info.request_preview,
+                response_preview=info.response_preview,
+                trace_name=m.validate_trace_name(info.tags.get(m.TRACE_NAME)),
+                **m.analytics_columns_from_metadata(metadata),
+            )
+        )
+    )
+    rows[m.SqlTraceTag] += [
+        {"request_id": trace_id, "key": k, "value": v} for k, v in info.tags.items() if k != m.TRACE_NAME
+    ]
     rows[m.SqlTraceTag].append(_given(store._get_trace_artifact_location_tag(experiment, trace_id)))
     for key in m.PROMOTED_TRACE_METADATA_KEYS:
         metadata.pop(key, None)
     metadata[m.TRACE_INFO_FINALIZED] = "true"
-    rows[m.SqlTraceMetadata] += [{"request_id": trace_id, "key": k, "value": v} for k, v in sorted(metadata.items())]
-    denormalized = {"trace_id": trace_id, "experiment_id": int(info.experiment_id), "trace_timestamp_ms": info.request_time}
+    rows[m.SqlTraceMetadata] += [
+        {"request_id": trace_id, "key": k, "value": v} for k, v in sorted(metadata.items())
+    ]
+    denormalized = {
+        "trace_id": trace_id,
+        "experiment_id": int(info.experiment_id),
+        "trace_timestamp_ms": info.request_time,
+    }
     rows[m.SqlAssessments] += [{**assessment_row(m, a, now), **denormalized} for a in info.assessments]
 
 

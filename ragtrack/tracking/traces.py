@@ -46,10 +46,19 @@ from ragtrack.run.case_traces import CaseTrace
 from ragtrack.tracking.remote import is_http
 from ragtrack.tracking.trace_batch import start_traces
 
-__all__ = ["CASE_ID_KEY", "SPAN_BATCH", "TraceCounts", "count_run_traces", "log_case_traces", "request_preview"]
+__all__ = [
+    "CASE_ID_KEY",
+    "SPAN_BATCH",
+    "TraceCounts",
+    "count_run_traces",
+    "log_case_traces",
+    "request_preview",
+]
 
 CASE_ID_KEY = "ragtrack.case_id"  # trace metadata: the case's id in the eval set
-MAX_CLIENT_REQUEST_ID = 50  # MLflow's column for it is VARCHAR(50): a longer case id is kept in the metadata only
+MAX_CLIENT_REQUEST_ID = (
+    50  # MLflow's column for it is VARCHAR(50): a longer case id is kept in the metadata only
+)
 SPAN_BATCH = 500  # spans per log_spans call (one database session each)
 REMOTE_WORKERS = 4  # start_trace requests in flight at once against a tracking server
 _SCHEMA_VERSION = "3"  # mlflow.trace_schema.version of the traces MLflow itself writes
@@ -78,27 +87,39 @@ def request_preview(question: str) -> str:
     return _preview(_json({"question": question}))
 
 
-def _span(trace_id: str, span_id: int, parent_id: int | None, name: str, kind: str, start_ns: int, end_ns: int,
-          inputs: Any, outputs: Any) -> Span:
-    return Span.from_dict({
-        "trace_id": trace_id,
-        "span_id": f"{span_id:016x}",
-        "parent_span_id": f"{parent_id:016x}" if parent_id is not None else None,
-        "name": name,
-        "start_time_unix_nano": start_ns,
-        "end_time_unix_nano": end_ns,
-        "status": {"code": "OK", "message": ""},
-        "attributes": {
-            SpanAttributeKey.REQUEST_ID: _json(trace_id),
-            SpanAttributeKey.SPAN_TYPE: _json(kind),
-            SpanAttributeKey.INPUTS: _json(inputs),
-            SpanAttributeKey.OUTPUTS: _json(outputs),
-        },
-    })
+def _span(
+    trace_id: str,
+    span_id: int,
+    parent_id: int | None,
+    name: str,
+    kind: str,
+    start_ns: int,
+    end_ns: int,
+    inputs: Any,
+    outputs: Any,
+) -> Span:
+    return Span.from_dict(
+        {
+            "trace_id": trace_id,
+            "span_id": f"{span_id:016x}",
+            "parent_span_id": f"{parent_id:016x}" if parent_id is not None else None,
+            "name": name,
+            "start_time_unix_nano": start_ns,
+            "end_time_unix_nano": end_ns,
+            "status": {"code": "OK", "message": ""},
+            "attributes": {
+                SpanAttributeKey.REQUEST_ID: _json(trace_id),
+                SpanAttributeKey.SPAN_TYPE: _json(kind),
+                SpanAttributeKey.INPUTS: _json(inputs),
+                SpanAttributeKey.OUTPUTS: _json(outputs),
+            },
+        }
+    )
 
 
-def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int,
-              model_id: str | None = None) -> tuple[TraceInfo, list[Span]]:
+def _entities(
+    case: CaseTrace, experiment_id: str, run_id: str, request_ms: int, model_id: str | None = None
+) -> tuple[TraceInfo, list[Span]]:
     """The trace of one case (its assessments inside) and its spans."""
     otel_id = uuid.uuid4().int
     trace_id = f"{TRACE_REQUEST_ID_PREFIX}{otel_id:032x}"
@@ -109,11 +130,25 @@ def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int,
     spans = [_span(trace_id, root_id, None, "case", "CHAIN", start_ns, end_ns, inputs, case.answer)]
     if case.contexts:
         documents = [
-            {"page_content": c.text, "metadata": {k: v for k, v in (("doc_uri", c.source_path), ("chunk_id", c.id)) if v}}
+            {
+                "page_content": c.text,
+                "metadata": {k: v for k, v in (("doc_uri", c.source_path), ("chunk_id", c.id)) if v},
+            }
             for c in case.contexts
         ]
-        spans.append(_span(trace_id, retriever_id, root_id, "retrieved contexts", "RETRIEVER", start_ns, start_ns,
-                           inputs, documents))
+        spans.append(
+            _span(
+                trace_id,
+                retriever_id,
+                root_id,
+                "retrieved contexts",
+                "RETRIEVER",
+                start_ns,
+                start_ns,
+                inputs,
+                documents,
+            )
+        )
     root_span_id = spans[0].span_id
     assessments = [
         Feedback(
@@ -150,8 +185,15 @@ def _entities(case: CaseTrace, experiment_id: str, run_id: str, request_ms: int,
     return info, spans
 
 
-def log_case_traces(uri: str, experiment_id: str, run_id: str, cases: Sequence[CaseTrace], *,
-                    model_id: str | None = None, batch: bool = True) -> TraceCounts:
+def log_case_traces(
+    uri: str,
+    experiment_id: str,
+    run_id: str,
+    cases: Sequence[CaseTrace],
+    *,
+    model_id: str | None = None,
+    batch: bool = True,
+) -> TraceCounts:
     """Write one trace per case, linked to `run_id` (and to the version `model_id`), synchronously; returns what was
     written. `batch=False` writes one `start_trace` per case on a SQL store too (MLflow's public path, to compare).
 
@@ -160,7 +202,10 @@ def log_case_traces(uri: str, experiment_id: str, run_id: str, cases: Sequence[C
     """
     client = TracingClient(uri)
     now_ms = int(time.time() * 1000)
-    built = [_entities(case, experiment_id, run_id, now_ms + len(cases) - 1 - i, model_id) for i, case in enumerate(cases)]
+    built = [
+        _entities(case, experiment_id, run_id, now_ms + len(cases) - 1 - i, model_id)
+        for i, case in enumerate(cases)
+    ]
     infos = [info for info, _ in built]
     if is_http(uri):  # one HTTP request per trace: several in flight hide the round trips
         with ThreadPoolExecutor(REMOTE_WORKERS, thread_name_prefix="ragtrack-traces") as pool:
@@ -181,8 +226,9 @@ def count_run_traces(uri: str, experiment_id: str, run_id: str) -> TraceCounts:
     traces = assessments = 0
     token = None
     while True:
-        page = client.search_traces(locations=[experiment_id], run_id=run_id, max_results=500,
-                                    include_spans=False, page_token=token)
+        page = client.search_traces(
+            locations=[experiment_id], run_id=run_id, max_results=500, include_spans=False, page_token=token
+        )
         traces += len(page)
         assessments += sum(len(t.info.assessments) for t in page)
         token = page.token

@@ -33,7 +33,9 @@ def served_where(uri: str) -> str:
 
 def compare_runs_link(uri: str, experiment_id: str, run_ids: Sequence[str]) -> str:
     """The compare-runs page of `run_ids`: every metric and param side by side."""
-    runs, experiments = (quote(json.dumps(v, separators=(",", ":"))) for v in (list(run_ids), [experiment_id]))
+    runs, experiments = (
+        quote(json.dumps(v, separators=(",", ":"))) for v in (list(run_ids), [experiment_id])
+    )
     return f"{_base(uri)}/#/compare-runs?runs={runs}&experiments={experiments}"
 
 

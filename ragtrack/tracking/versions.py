@@ -23,12 +23,12 @@ from mlflow.entities import LoggedModel
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.inputs.config import RunConfig
 from ragtrack.core.hashing import sha256_json
 from ragtrack.core.redact import redact, redact_text
+from ragtrack.core.types import RunManifest
+from ragtrack.inputs.config import RunConfig
 from ragtrack.tracking.entities import find_or_create, optional
 from ragtrack.tracking.search import equals
-from ragtrack.core.types import RunManifest
 
 __all__ = ["VERSION_KEY_TAG", "Version", "ensure_version", "version_of"]
 
@@ -37,7 +37,9 @@ log = logging.getLogger("ragtrack")
 VERSION_KEY_TAG = "ragtrack.version_key"
 MAX_NAME = 250
 _NOT_IN_NAME = re.compile(r"[/:.%\"']")
-_GENERATORS_WITHOUT_MODEL = frozenset({"extractive"})  # answers cut from the retrieved chunks: no model wrote them
+_GENERATORS_WITHOUT_MODEL = frozenset(
+    {"extractive"}
+)  # answers cut from the retrieved chunks: no model wrote them
 
 
 class Version(BaseModel):
@@ -60,37 +62,59 @@ def version_of(cfg: RunConfig, m: RunManifest) -> Version:
         "index_version": m.index_version,
         "generator": m.generator.name,
     }
-    author = (m.generator.name if m.generator.name in _GENERATORS_WITHOUT_MODEL
-              else f"{cfg.model.id.rstrip('/').rpartition('/')[2]} + {cfg.adapter.name}")
+    author = (
+        m.generator.name
+        if m.generator.name in _GENERATORS_WITHOUT_MODEL
+        else f"{cfg.model.id.rstrip('/').rpartition('/')[2]} + {cfg.adapter.name}"
+    )
     index_short = re.split(r"[@-]", m.index_version)[-1][:8] if m.index_version else ""
-    name = f"{author} · prompt {m.prompt_version} · {cfg.index.name}" + (f"@{index_short}" if index_short else "")
-    shown = {k: redact(v, k) for k, v in params.items()}  # a secret in a stamp is masked, as in the run's params
-    return Version(key=sha256_json(params)[:32], name=_NOT_IN_NAME.sub("_", redact_text(name))[:MAX_NAME], params=shown)
+    name = f"{author} · prompt {m.prompt_version} · {cfg.index.name}" + (
+        f"@{index_short}" if index_short else ""
+    )
+    shown = {
+        k: redact(v, k) for k, v in params.items()
+    }  # a secret in a stamp is masked, as in the run's params
+    return Version(
+        key=sha256_json(params)[:32], name=_NOT_IN_NAME.sub("_", redact_text(name))[:MAX_NAME], params=shown
+    )
 
 
 def _found(client: MlflowClient, experiment_id: str, key: str) -> list[LoggedModel]:
     models: list[LoggedModel] = []
     token = None
     while True:
-        page = client.search_logged_models([experiment_id], filter_string=equals(f"tags.`{VERSION_KEY_TAG}`", key)[0],
-                                           page_token=token)
+        page = client.search_logged_models(
+            [experiment_id], filter_string=equals(f"tags.`{VERSION_KEY_TAG}`", key)[0], page_token=token
+        )
         models += page
         token = page.token
         if not token:
             return sorted(models, key=lambda lm: (lm.creation_timestamp, lm.model_id))
 
 
-def ensure_version(client: MlflowClient, experiment_id: str, version: Version, source_run_id: str) -> str | None:
+def ensure_version(
+    client: MlflowClient, experiment_id: str, version: Version, source_run_id: str
+) -> str | None:
     """The `model_id` of `version` in the experiment, created when missing; None when the store has no LoggedModels."""
 
     def create() -> LoggedModel:
-        created = client.create_logged_model(experiment_id, name=version.name, source_run_id=source_run_id,
-                                             tags={VERSION_KEY_TAG: version.key}, params=version.params)
+        created = client.create_logged_model(
+            experiment_id,
+            name=version.name,
+            source_run_id=source_run_id,
+            tags={VERSION_KEY_TAG: version.key},
+            params=version.params,
+        )
         client.finalize_logged_model(created.model_id, "READY")
         return created
 
     with optional("versions not logged as MLflow LoggedModels"):
-        kept = find_or_create(client.tracking_uri, lambda: _found(client, experiment_id, version.key), create,
-                              key=lambda lm: lm.model_id, delete=lambda lm: client.delete_logged_model(lm.model_id))
+        kept = find_or_create(
+            client.tracking_uri,
+            lambda: _found(client, experiment_id, version.key),
+            create,
+            key=lambda lm: lm.model_id,
+            delete=lambda lm: client.delete_logged_model(lm.model_id),
+        )
         return kept.model_id
     return None

@@ -11,8 +11,8 @@ from scipy.stats import spearmanr
 
 from ragtrack.analysis.calibration import calibrate, read_golden
 from ragtrack.app.cli import main
-from ragtrack.core.errors import InputError
 from ragtrack.app.hydra_app import execute
+from ragtrack.core.errors import InputError
 from tests.conftest import make_config, write_demo_files
 from tests.llm_server import LLMServer, reply
 from tests.processes import runs
@@ -49,16 +49,19 @@ def test_golden_reads_ids_and_scores_ignoring_other_columns(tmp_path):
     assert read_golden(path) == ({"a1": 8.0, "a2": 6.5}, {"a1": 2, "a2": 4})
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "human.csv: empty file; expected a header row with id, human_score"),
-    ("id,score\na1,3\n", "human.csv: line 1: no column 'human_score'; the header has: id, score"),
-    ("id,human_score\na1,high\n", "human.csv: line 2: human_score: expected a number, got 'high'"),
-    ("id,human_score\na1,3\na2,11\n", "human.csv: line 3: human_score: 11 is outside 1..10"),
-    ("id,human_score\na1,3\na1,4\n", "human.csv: line 3: id: duplicate id 'a1' (first on line 2)"),
-    ("id,human_score\n,4\n", "human.csv: line 2: id: empty"),
-    ("id,human_score\na1\n", "human.csv: line 2: 1 fields, the header has 2"),
-    ("id,human_score\n", "human.csv: no labelled case"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "human.csv: empty file; expected a header row with id, human_score"),
+        ("id,score\na1,3\n", "human.csv: line 1: no column 'human_score'; the header has: id, score"),
+        ("id,human_score\na1,high\n", "human.csv: line 2: human_score: expected a number, got 'high'"),
+        ("id,human_score\na1,3\na2,11\n", "human.csv: line 3: human_score: 11 is outside 1..10"),
+        ("id,human_score\na1,3\na1,4\n", "human.csv: line 3: id: duplicate id 'a1' (first on line 2)"),
+        ("id,human_score\n,4\n", "human.csv: line 2: id: empty"),
+        ("id,human_score\na1\n", "human.csv: line 2: 1 fields, the header has 2"),
+        ("id,human_score\n", "human.csv: no labelled case"),
+    ],
+)
 def test_bad_golden_file_names_line_and_field(tmp_path, text, message):
     with pytest.raises(InputError) as info:
         read_golden(_golden(tmp_path, text))
@@ -90,7 +93,18 @@ def judged_run(tmp_path_factory):
 
 def _calibrate(tmp_path, judged_run, text: str, *extra: str) -> int:
     uri, run_id = judged_run
-    return main(["calibrate", "--golden", str(_golden(tmp_path, text)), "--run", run_id, "--tracking-uri", uri, *extra])
+    return main(
+        [
+            "calibrate",
+            "--golden",
+            str(_golden(tmp_path, text)),
+            "--run",
+            run_id,
+            "--tracking-uri",
+            uri,
+            *extra,
+        ]
+    )
 
 
 def test_calibration_is_printed(tmp_path, judged_run, capsys):
@@ -104,7 +118,12 @@ def test_calibration_is_logged_to_the_run(tmp_path, judged_run):
     uri, run_id = judged_run
     run = MlflowClient(uri).get_run(run_id)
     logged = {k: v for k, v in run.data.metrics.items() if k.startswith("calibration/")}
-    assert logged == {"calibration/n": 3.0, "calibration/mae": 1.0, "calibration/within_1": 2 / 3, "calibration/spearman": 1.0}
+    assert logged == {
+        "calibration/n": 3.0,
+        "calibration/mae": 1.0,
+        "calibration/within_1": 2 / 3,
+        "calibration/spearman": 1.0,
+    }
 
 
 def test_golden_id_not_in_the_run_is_an_input_error(tmp_path, judged_run, capsys):
@@ -114,10 +133,25 @@ def test_golden_id_not_in_the_run_is_an_input_error(tmp_path, judged_run, capsys
 
 def test_unknown_column_is_an_input_error(tmp_path, judged_run, capsys):
     assert _calibrate(tmp_path, judged_run, "id,human_score\na1,9\n", "--column", "rubric_judge/nope") == 2
-    assert "has no column 'rubric_judge/nope'; score columns: rubric_judge/accuracy" in capsys.readouterr().err
+    assert (
+        "has no column 'rubric_judge/nope'; score columns: rubric_judge/accuracy" in capsys.readouterr().err
+    )
 
 
 def test_unknown_run_is_an_input_error(tmp_path, judged_run, capsys):
     uri, _ = judged_run
-    assert main(["calibrate", "--golden", str(_golden(tmp_path, "id,human_score\na1,9\n")), "--run", "0" * 32, "--tracking-uri", uri]) == 2
+    assert (
+        main(
+            [
+                "calibrate",
+                "--golden",
+                str(_golden(tmp_path, "id,human_score\na1,9\n")),
+                "--run",
+                "0" * 32,
+                "--tracking-uri",
+                uri,
+            ]
+        )
+        == 2
+    )
     assert f"run {'0' * 32}: no run in " in capsys.readouterr().err

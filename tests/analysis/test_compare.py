@@ -8,11 +8,10 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.app.cli import main
 from ragtrack.analysis.compare import RunRef, RunSide, compare
+from ragtrack.app.cli import main
 from ragtrack.core.errors import InputError
 from tests.demo_runs import DEMO, PLANTED, demo_config, log_demo_run
-
 
 
 @pytest.fixture
@@ -46,14 +45,18 @@ def test_planted_regression_is_detected(store, capsys):
 
 def test_planted_regression_fails_the_gate(store, capsys):
     _, uri, ids = store
-    code, _, err = _compare(capsys, uri, ids["a"], ids["planted"], "--fail-on-regression", "eval_json_v2/eval_score_avg")
+    code, _, err = _compare(
+        capsys, uri, ids["a"], ids["planted"], "--fail-on-regression", "eval_json_v2/eval_score_avg"
+    )
     assert code == 1
     assert f"regression: {ids['planted']}" in err and "regresses on eval_json_v2/eval_score_avg" in err
 
 
 def test_a_margin_wider_than_the_drop_passes_the_gate(store, capsys):
     _, uri, ids = store
-    code, _, _ = _compare(capsys, uri, ids["a"], ids["planted"], "--fail-on-regression", "eval_json_v2/eval_score_avg:60")
+    code, _, _ = _compare(
+        capsys, uri, ids["a"], ids["planted"], "--fail-on-regression", "eval_json_v2/eval_score_avg:60"
+    )
     assert code == 0
 
 
@@ -67,7 +70,9 @@ def test_the_planted_cases_are_the_ones_that_moved_with_both_answers(store, caps
 
 def test_identical_predictions_differ_by_zero_and_pass_the_gate(store, capsys):
     _, uri, ids = store
-    code, doc, _ = _json(capsys, uri, ids["a"], ids["same"], "--fail-on-regression", "eval_json_v2/eval_score_avg")
+    code, doc, _ = _json(
+        capsys, uri, ids["a"], ids["same"], "--fail-on-regression", "eval_json_v2/eval_score_avg"
+    )
     assert code == 0
     assert all(m["diff"] == 0 and m["ci_low"] <= 0 <= m["ci_high"] for m in doc["metrics"])
     assert all(not m["moved"] for m in doc["metrics"])
@@ -94,7 +99,21 @@ def written(demo_store, tmp_path_factory):
     """`compare a planted --log --out DIR` once (rendering the PNG is the slow part); the output directory."""
     out = tmp_path_factory.mktemp("compare_out")
     ids = demo_store.ids
-    assert main(["compare", ids["a"], ids["planted"], "--log", "--out", str(out), "--tracking-uri", demo_store.uri]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                ids["a"],
+                ids["planted"],
+                "--log",
+                "--out",
+                str(out),
+                "--tracking-uri",
+                demo_store.uri,
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -108,7 +127,9 @@ def test_log_adds_markdown_json_and_png_to_run_b(store, written):
 def test_out_writes_the_markdown_report(store, written):
     _, uri, ids = store
     md = (written / f"compare_{ids['a']}_vs_{ids['planted']}.md").read_text(encoding="utf-8")
-    assert "| eval_json_v2/schema_pass_rate | higher | 1 | 0.7273 |" in md and "## Cases that moved most" in md
+    assert (
+        "| eval_json_v2/schema_pass_rate | higher | 1 | 0.7273 |" in md and "## Cases that moved most" in md
+    )
 
 
 def test_experiment_mode_compares_every_other_run_with_the_baseline(store, capsys):
@@ -121,7 +142,11 @@ def test_experiment_mode_opens_with_one_row_per_run_against_the_baseline(store, 
     _, uri, ids = store
     _, out, _ = _compare(capsys, uri, "--experiment", "demo", "--baseline", ids["a"])
     head = out.split("\n\n")[0]
-    assert out.startswith(f"every run against the baseline {ids['a']}") and ids["planted"][:12] in head and ids["same"][:12] in head
+    assert (
+        out.startswith(f"every run against the baseline {ids['a']}")
+        and ids["planted"][:12] in head
+        and ids["same"][:12] in head
+    )
 
 
 def test_experiment_mode_takes_the_baseline_by_name_prefix(store, capsys):
@@ -133,7 +158,16 @@ def test_experiment_mode_takes_the_baseline_by_name_prefix(store, capsys):
 def test_experiment_mode_filters_runs_by_param(store, capsys):
     tmp, uri, ids = store
     planted_path = str(tmp / "planted.jsonl")  # the planted run's replayed file
-    _, docs, _ = _json(capsys, uri, "--experiment", "demo", "--baseline", ids["a"], "--param", f"generator/replay/path={planted_path}")
+    _, docs, _ = _json(
+        capsys,
+        uri,
+        "--experiment",
+        "demo",
+        "--baseline",
+        ids["a"],
+        "--param",
+        f"generator/replay/path={planted_path}",
+    )
     assert [d["run_b"]["run_id"] for d in docs] == [ids["planted"]]
 
 
@@ -147,8 +181,11 @@ def other_set(demo_store):
     for name in ("questions", "qaset"):
         items = json.loads((DEMO / f"{name}.json").read_text(encoding="utf-8"))
         (tmp / f"{name}.json").write_text(json.dumps(items[:-10], ensure_ascii=False), encoding="utf-8")
-    cfg = demo_config(tmp, eval_set={"name": "short", "files": [str(tmp / "questions.json"), str(tmp / "qaset.json")]},
-                      tracking={"uri": uri, "experiment": "other"})
+    cfg = demo_config(
+        tmp,
+        eval_set={"name": "short", "files": [str(tmp / "questions.json"), str(tmp / "qaset.json")]},
+        tracking={"uri": uri, "experiment": "other"},
+    )
     return log_demo_run(cfg)
 
 
@@ -163,7 +200,9 @@ def test_allowed_different_eval_sets_compare_the_shared_cases_and_say_so(store, 
     _, uri, ids = store
     _, doc, _ = _json(capsys, uri, ids["a"], other_set, "--allow-different-eval-sets")
     assert (doc["n_shared"], doc["n_only_a"], doc["same_eval_set"]) == (42, 10, False)
-    assert doc["notes"] == ["different eval sets: only the 42 shared cases are compared (10 only in A, 0 only in B)"]
+    assert doc["notes"] == [
+        "different eval sets: only the 42 shared cases are compared (10 only in A, 0 only in B)"
+    ]
 
 
 @pytest.mark.parametrize("args", [["one"], ["a", "b", "--baseline", "a"], ["--experiment", "demo"]])
@@ -184,17 +223,34 @@ def test_unknown_metric_for_the_gate_is_bad_input(store, capsys):
 
 def _side(run_id: str, scores: list[float], labels: list[str] | None = None) -> RunSide:
     n = len(scores)
-    frame = pd.DataFrame({"id": [f"c{i}" for i in range(n)], "question": ["q"] * n, "answer": [f"{run_id}{i}" for i in range(n)],
-                          "eval_json_v2/score": scores, "eval_json_v2/schema_ok": [s > 0 for s in scores]})
-    for sub in ("target_audience", "main_topic", "sub_topic", "detailed_description_f1", "original_evidence",
-                "predicted_questions_f1", "grounding"):
+    frame = pd.DataFrame(
+        {
+            "id": [f"c{i}" for i in range(n)],
+            "question": ["q"] * n,
+            "answer": [f"{run_id}{i}" for i in range(n)],
+            "eval_json_v2/score": scores,
+            "eval_json_v2/schema_ok": [s > 0 for s in scores],
+        }
+    )
+    for sub in (
+        "target_audience",
+        "main_topic",
+        "sub_topic",
+        "detailed_description_f1",
+        "original_evidence",
+        "predicted_questions_f1",
+        "grounding",
+    ):
         frame[f"eval_json_v2/{sub}"] = [s / 100 for s in scores]
     ref = RunRef(run_id=run_id, run_name=run_id, label=run_id, eval_set_version="e@1")
     return RunSide(ref=ref, scorers=["eval_json_v2"], params={}, metrics={}, cases=frame)
 
 
 def test_bootstrap_interval_is_reproducible_for_a_seed():
-    a, b = _side("a", [10.0 * (i % 7) for i in range(40)]), _side("b", [10.0 * ((i + 1) % 7) for i in range(40)])
+    a, b = (
+        _side("a", [10.0 * (i % 7) for i in range(40)]),
+        _side("b", [10.0 * ((i + 1) % 7) for i in range(40)]),
+    )
     ci = [(m.ci_low, m.ci_high) for m in compare(a, b, seed=3).metrics]
     assert ci == [(m.ci_low, m.ci_high) for m in compare(a, b, seed=3).metrics]
     assert ci != [(m.ci_low, m.ci_high) for m in compare(a, b, seed=4).metrics]
@@ -203,7 +259,14 @@ def test_bootstrap_interval_is_reproducible_for_a_seed():
 def test_a_uniform_shift_has_a_degenerate_interval_at_the_shift():
     a, b = _side("a", [50.0] * 10), _side("b", [40.0] * 10)
     m = compare(a, b).metrics[0]
-    assert (m.metric, m.diff, m.ci_low, m.ci_high, m.verdict, m.n_worse) == ("eval_json_v2/eval_score_avg", -10.0, -10.0, -10.0, "worse", 10)
+    assert (m.metric, m.diff, m.ci_low, m.ci_high, m.verdict, m.n_worse) == (
+        "eval_json_v2/eval_score_avg",
+        -10.0,
+        -10.0,
+        -10.0,
+        "worse",
+        10,
+    )
 
 
 def test_few_flips_are_not_significant_for_a_pass_fail_metric_however_tight_the_interval():
@@ -217,7 +280,9 @@ def test_few_flips_are_not_significant_for_a_pass_fail_metric_however_tight_the_
 def test_cases_are_paired_by_id_not_by_position():
     a = _side("a", [0.0, 100.0])
     b = _side("b", [100.0, 0.0])
-    b = b.model_copy(update={"cases": b.cases.iloc[::-1].assign(id=["c0", "c1"])})  # rows reversed, ids swapped back
+    b = b.model_copy(
+        update={"cases": b.cases.iloc[::-1].assign(id=["c0", "c1"])}
+    )  # rows reversed, ids swapped back
     m = compare(a, b).metrics[0]
     assert (m.diff, m.n_worse, m.n_better) == (0.0, 0, 0)
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from ragtrack.core.errors import InputError
 from ragtrack.analysis.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
+from ragtrack.core.errors import InputError
 
 
 def test_condition_parses_metric_op_threshold():
@@ -52,7 +52,14 @@ def test_shipped_default_gates_parse():
     from ragtrack.app.cli import DEFAULT_GATES
 
     names = [g.name for g in parse_gates(yaml.safe_load(DEFAULT_GATES.read_text()))]
-    assert names == ["dev100", "G1_precision", "G2_under_refusal", "G3_over_refusal", "G4_citation_hit", "G5_compliance"]
+    assert names == [
+        "dev100",
+        "G1_precision",
+        "G2_under_refusal",
+        "G3_over_refusal",
+        "G4_citation_hit",
+        "G5_compliance",
+    ]
 
 
 # ---------------------------------------------------------------- applicability

@@ -12,11 +12,15 @@ SCORES = [0.0, 10.0, 55.5, 60.0, 72.25, 80.0, 91.0, 99.5, 100.0, 33.3]
 
 
 def test_same_seed_gives_the_same_interval():
-    assert bootstrap_mean_ci(SCORES, seed=7, n_resamples=2000) == bootstrap_mean_ci(SCORES, seed=7, n_resamples=2000)
+    assert bootstrap_mean_ci(SCORES, seed=7, n_resamples=2000) == bootstrap_mean_ci(
+        SCORES, seed=7, n_resamples=2000
+    )
 
 
 def test_another_seed_gives_another_interval():
-    assert bootstrap_mean_ci(SCORES, seed=1, n_resamples=2000) != bootstrap_mean_ci(SCORES, seed=2, n_resamples=2000)
+    assert bootstrap_mean_ci(SCORES, seed=1, n_resamples=2000) != bootstrap_mean_ci(
+        SCORES, seed=2, n_resamples=2000
+    )
 
 
 def test_estimate_is_the_exact_mean_and_lies_inside():

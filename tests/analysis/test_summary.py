@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from ragtrack.scorers.base import CaseTerms
 from ragtrack.analysis.summary import (
     JobScores,
     SweepJob,
@@ -18,12 +17,15 @@ from ragtrack.analysis.summary import (
     summary_frame,
     summary_lines,
 )
+from ragtrack.scorers.base import CaseTerms
 
 M = "eval_json_v2/eval_score_avg"
 
 
 def _job(i, adapter, prompt, status="FINISHED", **kw):
-    return SweepJob(index=i, overrides=[f"adapter={adapter}", f"prompt={prompt}"], status=status, run_id=f"run{i}", **kw)
+    return SweepJob(
+        index=i, overrides=[f"adapter={adapter}", f"prompt={prompt}"], status=status, run_id=f"run{i}", **kw
+    )
 
 
 def _scores(values, higher_is_better=True, ids=None):
@@ -34,21 +36,29 @@ def _scores(values, higher_is_better=True, ids=None):
 
 @pytest.fixture
 def summary():
-    jobs = [_job(0, "base", "v1"), _job(1, "base", "v2"), _job(2, "lora", "v1", status="FAILED", error="ValueError: no"),
-            _job(3, "lora", "v2", reused=True)]
+    jobs = [
+        _job(0, "base", "v1"),
+        _job(1, "base", "v2"),
+        _job(2, "lora", "v1", status="FAILED", error="ValueError: no"),
+        _job(3, "lora", "v2", reused=True),
+    ]
     scores = {0: _scores([10.0, 20.0, 30.0]), 1: _scores([50.0, 60.0, 70.0]), 3: _scores([80.0, 90.0, 100.0])}
     return summarize(jobs, scores, M, n_resamples=500)
 
 
 def test_one_row_per_job_with_the_sweep_axes(summary):
     assert [(r.job, r.axes) for r in summary.rows] == [
-        (0, {"adapter": "base", "prompt": "v1"}), (1, {"adapter": "base", "prompt": "v2"}),
-        (2, {"adapter": "lora", "prompt": "v1"}), (3, {"adapter": "lora", "prompt": "v2"}),
+        (0, {"adapter": "base", "prompt": "v1"}),
+        (1, {"adapter": "base", "prompt": "v2"}),
+        (2, {"adapter": "lora", "prompt": "v1"}),
+        (3, {"adapter": "lora", "prompt": "v2"}),
     ]
 
 
 def test_each_finished_row_has_its_value_inside_its_interval(summary):
-    assert all(r.ci_low <= r.value <= r.ci_high and r.n_cases == 3 for r in summary.rows if r.status == "FINISHED")
+    assert all(
+        r.ci_low <= r.value <= r.ci_high and r.n_cases == 3 for r in summary.rows if r.status == "FINISHED"
+    )
 
 
 def test_failed_job_is_listed_without_a_value(summary):
@@ -100,11 +110,16 @@ def test_headline_defaults_to_the_eval_score_then_the_first_scorers_first_metric
     assert headline_metric(None, ["refusal_citation", "other"], logged) == "refusal_citation/precision"
     assert headline_metric(None, ["refusal_citation"], [{M: 1.0, **logged[0]}]) == M
     assert headline_metric("other/x", ["refusal_citation"], logged) == "other/x"
-    assert headline_metric(None, ["refusal_citation"], []) == M  # every job failed: the default names the column
+    assert (
+        headline_metric(None, ["refusal_citation"], []) == M
+    )  # every job failed: the default names the column
 
 
 def test_sweep_whose_jobs_all_failed_is_still_summarised(tmp_path):
-    jobs = [_job(0, "a", "v1", status="FAILED", error="E: x"), _job(1, "b", "v1", status="FAILED", error="E: y")]
+    jobs = [
+        _job(0, "a", "v1", status="FAILED", error="E: x"),
+        _job(1, "b", "v1", status="FAILED", error="E: y"),
+    ]
     s = summarize(jobs, {}, M, n_resamples=100)
     plot_summary(s, tmp_path / "s.png")
     assert s.best is None and render_summary(s).count("| FAILED: E: ") == 2 and (tmp_path / "s.png").exists()
@@ -112,8 +127,18 @@ def test_sweep_whose_jobs_all_failed_is_still_summarised(tmp_path):
 
 def test_headline_terms_come_from_the_scorers_declaration():
     columns = {"eval_json_v2/score": [10.0, None, 30.0], "eval_json_v2/schema_ok": [True, None, False]}
-    columns |= {f"eval_json_v2/{k}": [0.0, None, 1.0] for k in ("target_audience", "main_topic", "sub_topic",
-                "detailed_description_f1", "original_evidence", "predicted_questions_f1", "grounding")}
+    columns |= {
+        f"eval_json_v2/{k}": [0.0, None, 1.0]
+        for k in (
+            "target_audience",
+            "main_topic",
+            "sub_topic",
+            "detailed_description_f1",
+            "original_evidence",
+            "predicted_questions_f1",
+            "grounding",
+        )
+    }
     terms = headline_terms(M, columns)
     assert (terms.num, terms.den) == ([10.0, 0.0, 30.0], [1.0, 0.0, 1.0])
 
@@ -147,7 +172,10 @@ def test_a_small_gap_inside_the_noise_is_a_tie():
 
 
 def test_jobs_are_paired_on_the_cases_both_scored():
-    s = _pair(_scores([9.0, 9.0, 9.0, 1.0], ids=["a", "b", "c", "x"]), _scores([2.0, 2.0, 2.0, 9.0], ids=["y", "a", "b", "c"]))
+    s = _pair(
+        _scores([9.0, 9.0, 9.0, 1.0], ids=["a", "b", "c", "x"]),
+        _scores([2.0, 2.0, 2.0, 9.0], ids=["y", "a", "b", "c"]),
+    )
     assert s.margins[0].n_shared == 3
 
 
@@ -164,7 +192,9 @@ def test_the_console_says_who_won_and_by_how_much():
 
 def test_the_console_names_the_tied_jobs():
     lines = summary_lines(_pair(_scores([7.0, 8.0] * 3), _scores([7.0, 8.0] * 3)))
-    assert [line.endswith("<- tied") for line in lines[:2]] == [True, True] and lines[-1].startswith("no winner: #0")
+    assert [line.endswith("<- tied") for line in lines[:2]] == [True, True] and lines[-1].startswith(
+        "no winner: #0"
+    )
 
 
 def test_the_headline_is_the_overall_figure_a_scorer_declares():

@@ -35,7 +35,9 @@ def test_untouched_run_passes_every_check(demo_store, capsys):
     code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--set", f"index.path={index}")
     marks = [line[0] for line in out.splitlines()[1:-1]]
     assert (code, set(marks)) == (0, {"✓"})
-    assert "✓ index: " in out and "✓ re-score: metrics: all 28 logged metrics re-derived bit for bit" in out, out
+    assert (
+        "✓ index: " in out and "✓ re-score: metrics: all 28 logged metrics re-derived bit for bit" in out
+    ), out
     assert "✓ archive: 4 archived inputs at their places" in out
 
 
@@ -46,9 +48,13 @@ def test_the_index_file_the_run_names_is_not_read_unless_the_auditor_names_it(de
 
 
 def test_an_auditor_may_set_only_where_to_reach_not_the_scoring(demo_store, capsys):
-    code, out, err = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--set", "scorers.eval_json_v2.min_evidence_chars=400")
+    code, out, err = _audit(
+        capsys, demo_store.uri, demo_store.ids["a"], "--set", "scorers.eval_json_v2.min_evidence_chars=400"
+    )
     assert (code, out) == (2, "")
-    assert "`scorers.eval_json_v2.min_evidence_chars` cannot be changed here (allowed: index.corpus.dir" in err, err
+    assert (
+        "`scorers.eval_json_v2.min_evidence_chars` cannot be changed here (allowed: index.corpus.dir" in err
+    ), err
     assert err.rstrip().endswith("(a scoring change is `ragtrack rescore`)")
 
 
@@ -58,6 +64,7 @@ def _tamper_file(rel: str, old: str, new: str):
         text = path.read_text(encoding="utf-8")
         assert old in text
         path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
     return tamper
 
 
@@ -67,20 +74,34 @@ def _tamper_db(table: str, key: str, column: str, value: str):
         with con:
             tables = [table, "latest_metrics"] if table == "metrics" else [table]
             for t in tables:
-                n = con.execute(f"UPDATE {t} SET {column} = ? WHERE run_uuid = ? AND key = ?", (value, run_id, key)).rowcount
+                n = con.execute(
+                    f"UPDATE {t} SET {column} = ? WHERE run_uuid = ? AND key = ?", (value, run_id, key)
+                ).rowcount
                 assert n == 1
         con.close()
+
     return tamper
 
 
 TAMPERING = {
-    "eval file": (_tamper_file("inputs/0/questions.json", "退款", "退货"), ["eval file inputs/0/questions.json", "re-score"]),
+    "eval file": (
+        _tamper_file("inputs/0/questions.json", "退款", "退货"),
+        ["eval file inputs/0/questions.json", "re-score"],
+    ),
     "prompt": (_tamper_file("prompt/v2.md", "JSON", "YAML"), ["prompt prompt/v2.md"]),
-    "config": (_tamper_file("config.yaml", "eval_json_v2: {}", "eval_json_v2: {min_evidence_chars: 400}"), ["config.yaml", "re-score"]),
-    "predictions": (_tamper_file("predictions/lora_b__v2.jsonl", '"answer": "{', '"answer": "Sure: {'),
-                    ["predictions predictions/lora_b__v2.jsonl", "re-score"]),
+    "config": (
+        _tamper_file("config.yaml", "eval_json_v2: {}", "eval_json_v2: {min_evidence_chars: 400}"),
+        ["config.yaml", "re-score"],
+    ),
+    "predictions": (
+        _tamper_file("predictions/lora_b__v2.jsonl", '"answer": "{', '"answer": "Sure: {'),
+        ["predictions predictions/lora_b__v2.jsonl", "re-score"],
+    ),
     "metric value": (_tamper_db("metrics", "eval_json_v2/eval_score_avg", "value", "99.5"), ["re-score"]),
-    "scorer code hash": (_tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", "0" * 64), ["scorer eval_json_v2"]),
+    "scorer code hash": (
+        _tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", "0" * 64),
+        ["scorer eval_json_v2"],
+    ),
 }
 
 
@@ -98,7 +119,10 @@ def test_a_changed_metric_is_named_with_both_values(demo_store, capsys):
     run_id = demo_store.new_run()
     _tamper_db("metrics", "refusal_citation/precision", "value", "0.5")(demo_store, run_id)
     _, out, _ = _audit(capsys, demo_store.uri, run_id)
-    assert "✗ re-score: metrics: 1 metric(s) differ: refusal_citation/precision: logged 0.5, re-scored 1.0" in out
+    assert (
+        "✗ re-score: metrics: 1 metric(s) differ: refusal_citation/precision: logged 0.5, re-scored 1.0"
+        in out
+    )
 
 
 def test_case_shows_question_contexts_answer_subscores_and_versions(demo_store, capsys):
@@ -140,7 +164,9 @@ def test_a_run_logged_with_a_module_only_code_hash_passes_and_says_so(demo_store
     from ragtrack.scorers.eval_json_v2 import EvalJsonV2Scorer
 
     run_id = demo_store.new_run()
-    _tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", module_sha256(EvalJsonV2Scorer))(demo_store, run_id)
+    _tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", module_sha256(EvalJsonV2Scorer))(
+        demo_store, run_id
+    )
     code, out, _ = _audit(capsys, demo_store.uri, run_id)
     assert code == 0
     assert "✓ scorer eval_json_v2: v1 installed, code sha256 " in out and "of its module alone" in out
@@ -151,7 +177,9 @@ def test_a_run_logged_with_a_byte_code_hash_passes_and_says_so(demo_store, capsy
     from ragtrack.scorers.eval_json_v2 import EvalJsonV2Scorer
 
     run_id = demo_store.new_run()
-    _tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", bytes_code_sha256(EvalJsonV2Scorer))(demo_store, run_id)
+    _tamper_db("params", "scorer/eval_json_v2/code_sha256", "value", bytes_code_sha256(EvalJsonV2Scorer))(
+        demo_store, run_id
+    )
     code, out, _ = _audit(capsys, demo_store.uri, run_id)
     assert code == 0
     assert "of its files' bytes (this run predates hashes of syntax trees)" in out
@@ -191,7 +219,9 @@ def test_a_deep_audit_fails_a_poisoned_index_cache_naming_its_folder(tmp_path, d
     try:
         check = vectors_check(cfg, "idx")
     finally:
-        shutil.rmtree(index.path)  # the session shares one cache: later tests must not find the poisoned index
+        shutil.rmtree(
+            index.path
+        )  # the session shares one cache: later tests must not find the poisoned index
     assert (check.status, index.path in check.detail) == ("fail", True)
 
 
@@ -201,7 +231,9 @@ def test_a_deep_audit_has_no_vectors_to_compare_for_an_index_file(demo_files):
 
 def test_a_deep_audit_of_a_run_with_an_index_file_says_there_are_no_vectors(demo_store, capsys):
     index = DEMO / "corpus" / "chunks.jsonl"
-    code, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"], "--deep", "--set", f"index.path={index}")
+    code, out, _ = _audit(
+        capsys, demo_store.uri, demo_store.ids["a"], "--deep", "--set", f"index.path={index}"
+    )
     assert code == 0 and "– index vectors: the run's index is a file or a label" in out, out
 
 

@@ -60,10 +60,14 @@ def test_missing_store_is_one_line_and_not_created(tmp_path, capsys):
     assert "no tracking store here" in err and not (tmp_path / "none").exists()
 
 
-@pytest.mark.parametrize(("artifact", "command", "message"), [
-    ("cases.parquet", ["compare", "RUN"], "cases.parquet: not a readable Parquet table"),
-    ("manifest.json", ["audit"], "manifest.json: not valid JSON"),
-], ids=["compare-cases", "audit-manifest"])
+@pytest.mark.parametrize(
+    ("artifact", "command", "message"),
+    [
+        ("cases.parquet", ["compare", "RUN"], "cases.parquet: not a readable Parquet table"),
+        ("manifest.json", ["audit"], "manifest.json: not valid JSON"),
+    ],
+    ids=["compare-cases", "audit-manifest"],
+)
 def test_damaged_artifact_is_one_line(demo_store, capsys, artifact, command, message):
     run_id = demo_store.new_run()
     (artifact_dir(demo_store.uri, run_id) / artifact).write_bytes(b"\x00damaged")

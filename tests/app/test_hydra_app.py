@@ -13,15 +13,18 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-from ragtrack.inputs.config import RunConfig
-from ragtrack.core.errors import InputError
 from ragtrack.app.hydra_app import CONF_DIR, check_overrides
+from ragtrack.core.errors import InputError
+from ragtrack.inputs.config import RunConfig
 from tests.conftest import sweep_overrides
 
 ROOT = Path(CONF_DIR).parent
 RAGTRACK = [sys.executable, "-m", "ragtrack.app.cli"]
 GROUPS = sorted(p.name for p in Path(CONF_DIR).iterdir() if p.is_dir() and p.name != "hydra")
-REQUIRED = {"generator=callable": "generator.params.target=m:f", "prompt=registry": "prompt.uri=prompts:/p/1"}  # `???` keys
+REQUIRED = {
+    "generator=callable": "generator.params.target=m:f",
+    "prompt=registry": "prompt.uri=prompts:/p/1",
+}  # `???` keys
 
 
 def _options(group: str) -> list[str]:
@@ -29,8 +32,9 @@ def _options(group: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "override", [f"{g}={o}" for g in GROUPS for o in _options(g) if f"{g}={o}" not in REQUIRED]
-    + [f"{choice} {rest}" for choice, rest in REQUIRED.items()]
+    "override",
+    [f"{g}={o}" for g in GROUPS for o in _options(g) if f"{g}={o}" not in REQUIRED]
+    + [f"{choice} {rest}" for choice, rest in REQUIRED.items()],
 )
 def test_every_config_option_composes_and_validates(override):
     from omegaconf import OmegaConf
@@ -50,7 +54,9 @@ def _keys_without_comment(path: Path) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("path", sorted(Path(CONF_DIR).rglob("*.yaml")), ids=lambda p: str(p.relative_to(CONF_DIR)))
+@pytest.mark.parametrize(
+    "path", sorted(Path(CONF_DIR).rglob("*.yaml")), ids=lambda p: str(p.relative_to(CONF_DIR))
+)
 def test_every_yaml_key_has_a_comment(path):
     assert _keys_without_comment(path) == []
 
@@ -68,7 +74,9 @@ def _runs(demo_files, experiment="sweep-test"):
 
 
 def test_multirun_groups_jobs_under_one_parent(demo_files):
-    proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *sweep_overrides(demo_files)], demo_files["questions"].parent)
+    proc = _ragtrack(
+        ["run", "-m", "adapter=base,lora_a", *sweep_overrides(demo_files)], demo_files["questions"].parent
+    )
     assert proc.returncode == 0, proc.stderr
     runs = _runs(demo_files)
     (parent,) = [r for r in runs if r.data.tags["ragtrack.stage"] == "sweep"]
@@ -81,8 +89,14 @@ def test_failing_sweep_job_fails_the_parent(demo_files):
     args = sweep_overrides(demo_files, adapters=("base",))  # lora_a has no predictions file
     proc = _ragtrack(["run", "-m", "adapter=base,lora_a", *args], demo_files["questions"].parent)
     assert proc.returncode != 0
-    statuses = {r.data.tags["ragtrack.stage"] + ":" + r.data.params.get("adapter", ""): r.info.status for r in _runs(demo_files)}
-    assert statuses == {"sweep:": "FAILED", "full:base": "FINISHED"}  # bad input: the lora_a job creates no run
+    statuses = {
+        r.data.tags["ragtrack.stage"] + ":" + r.data.params.get("adapter", ""): r.info.status
+        for r in _runs(demo_files)
+    }
+    assert statuses == {
+        "sweep:": "FAILED",
+        "full:base": "FINISHED",
+    }  # bad input: the lora_a job creates no run
 
 
 def test_failing_sweep_job_is_counted_on_the_parent(demo_files):
@@ -107,12 +121,17 @@ def test_bad_input_exits_2_naming_the_file(demo_files):
 
 def test_typo_in_a_group_name_suggests_the_group(demo_files):
     proc = _ragtrack(["run", "adaptr=lora_b"], demo_files["questions"].parent)
-    assert proc.returncode == 2 and "unknown config group or key 'adaptr'; did you mean 'adapter'?" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "unknown config group or key 'adaptr'; did you mean 'adapter'?" in proc.stderr
+    )
 
 
 def test_unknown_group_option_lists_the_choices(demo_files):
     proc = _ragtrack(["run", "adapter=lora_c"], demo_files["questions"].parent)
-    assert proc.returncode == 2 and "unknown adapter 'lora_c'; choose from base, lora_a, lora_b" in proc.stderr
+    assert (
+        proc.returncode == 2 and "unknown adapter 'lora_c'; choose from base, lora_a, lora_b" in proc.stderr
+    )
 
 
 def test_bad_input_leaves_no_files_in_the_working_directory(tmp_path):
@@ -125,18 +144,27 @@ def test_skipped_full_stage_says_which_condition_failed(demo_files):
     shutil.copyfile(demo_files["bad"], demo_files["questions"].parent / "base__v1.jsonl")
     proc = _ragtrack(["run", "stages=staged", "stages.dev_n=2", *args], demo_files["questions"].parent)
     assert proc.returncode == 0, proc.stderr
-    assert "full stage skipped: gate dev100 failed (eval_json_v2/eval_score_avg 0 < 95; eval_json_v2/schema_pass_rate 0 < 0.98)" in proc.stderr
+    assert (
+        "full stage skipped: gate dev100 failed (eval_json_v2/eval_score_avg 0 < 95; eval_json_v2/schema_pass_rate 0 < 0.98)"
+        in proc.stderr
+    )
 
 
 def test_skipped_full_stage_says_the_exit_code_and_where_ci_reads_the_verdict(demo_files):
     args = sweep_overrides(demo_files, adapters=("base",))
     shutil.copyfile(demo_files["bad"], demo_files["questions"].parent / "base__v1.jsonl")
     proc = _ragtrack(["run", "stages=staged", "stages.dev_n=2", *args], demo_files["questions"].parent)
-    assert proc.returncode == 0 and "exit 0: a gate's verdict is a result" in proc.stderr and "ragtrack.gates_passed=false" in proc.stderr
+    assert (
+        proc.returncode == 0
+        and "exit 0: a gate's verdict is a result" in proc.stderr
+        and "ragtrack.gates_passed=false" in proc.stderr
+    )
 
 
 def test_broken_interpolation_is_one_line_naming_the_key(demo_files):
-    proc = _ragtrack(["run", "tracking.run_name=${oc.env:RAGTRACK_TEST_UNSET_VARIABLE}"], demo_files["questions"].parent)
+    proc = _ragtrack(
+        ["run", "tracking.run_name=${oc.env:RAGTRACK_TEST_UNSET_VARIABLE}"], demo_files["questions"].parent
+    )
     assert proc.returncode == 2 and "tracking.run_name" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -151,8 +179,10 @@ def _override_error(*overrides: str) -> InputError:
 
 def test_a_misspelled_nested_key_gets_the_key_it_likely_meant() -> None:
     e = _override_error("scorers.eval_json_v2.jaccard_treshold=0.8")
-    assert e.problem == ("unknown key 'jaccard_treshold' in scorers.eval_json_v2; "
-                         "did you mean 'scorers.eval_json_v2.jaccard_threshold'?")
+    assert e.problem == (
+        "unknown key 'jaccard_treshold' in scorers.eval_json_v2; "
+        "did you mean 'scorers.eval_json_v2.jaccard_threshold'?"
+    )
 
 
 def test_a_nested_key_is_checked_under_the_group_option_chosen() -> None:

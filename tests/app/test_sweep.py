@@ -35,8 +35,17 @@ def failing_sweep(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(request.param)
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     before = _git_status()
-    proc = run(["run", "-m", *LAUNCHERS[request.param], "generator=callable",
-                f"generator.params.target={FN}:echo,{FN}:broken", f"tracking.uri={uri}"], TMPDIR=str(tmp))
+    proc = run(
+        [
+            "run",
+            "-m",
+            *LAUNCHERS[request.param],
+            "generator=callable",
+            f"generator.params.target={FN}:echo,{FN}:broken",
+            f"tracking.uri={uri}",
+        ],
+        TMPDIR=str(tmp),
+    )
     return request.param, proc, uri, tmp, before
 
 
@@ -61,8 +70,10 @@ def test_children_nest_under_the_parent_in_its_experiment(failing_sweep):
 def test_each_failed_job_is_one_line_naming_it(failing_sweep):
     _, proc, *_ = failing_sweep
     lines = [x for x in proc.stderr.splitlines() if " failed: " in x]
-    assert lines == [f"[hydra] job #1 (generator.params.target={FN}\\:broken) failed: RuntimeError: "
-                     f"{FN}:broken failed on case 'q01': ValueError: model server said no"]
+    assert lines == [
+        f"[hydra] job #1 (generator.params.target={FN}\\:broken) failed: RuntimeError: "
+        f"{FN}:broken failed on case 'q01': ValueError: model server said no"
+    ]
     assert "Traceback" not in proc.stderr
 
 
@@ -76,8 +87,15 @@ def test_launcher_files_stay_in_tmpdir_and_the_work_tree_clean(failing_sweep):
 def test_bad_input_job_under_joblib_is_reported_not_fatal(tmp_path):
     # InputError crosses the process boundary pickled; a good job beside it still finishes.
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = run(["run", "-m", *JOBLIB, "generator.params.path=experiments/demo/predictions/base__v1.jsonl,nope.jsonl",
-                f"tracking.uri={uri}"])
+    proc = run(
+        [
+            "run",
+            "-m",
+            *JOBLIB,
+            "generator.params.path=experiments/demo/predictions/base__v1.jsonl,nope.jsonl",
+            f"tracking.uri={uri}",
+        ]
+    )
     stages = _by_stage(uri)
     assert [r.info.status for r in stages["full"]] == ["FINISHED"]
     assert "failed: InputError: nope.jsonl: file not found" in proc.stderr and "Traceback" not in proc.stderr
@@ -86,8 +104,17 @@ def test_bad_input_job_under_joblib_is_reported_not_fatal(tmp_path):
 def test_job_whose_process_dies_stops_the_sweep_in_one_line_and_leaves_nothing_running(tmp_path):
     # The OOM killer takes a joblib worker: the launcher fails as a whole (TerminatedWorkerError).
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = run(["run", "-m", *JOBLIB, "generator=callable", f"generator.params.target={FN}:echo,{FN}:killed",
-                f"tracking.uri={uri}"], TMPDIR=str(tmp_path))
+    proc = run(
+        [
+            "run",
+            "-m",
+            *JOBLIB,
+            "generator=callable",
+            f"generator.params.target={FN}:echo,{FN}:killed",
+            f"tracking.uri={uri}",
+        ],
+        TMPDIR=str(tmp_path),
+    )
     stopped = [x for x in proc.stderr.splitlines() if "sweep stopped" in x]
     statuses = {stage: sorted(r.info.status for r in rs) for stage, rs in _by_stage(uri).items()}
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -99,8 +126,12 @@ def _slow_jobs_under_way(tmp_path, launcher: str, adapters: str = "base,lora_a",
     """A sweep of `slow` jobs, all started: (launcher process, store uri, every process under the launcher)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     markers = tmp_path / "started"
-    proc = start_slow(["run", "-m", *LAUNCHERS[launcher], f"adapter={adapters}", f"tracking.uri={uri}"], markers,
-                      TMPDIR=str(tmp_path), **env)
+    proc = start_slow(
+        ["run", "-m", *LAUNCHERS[launcher], f"adapter={adapters}", f"tracking.uri={uri}"],
+        markers,
+        TMPDIR=str(tmp_path),
+        **env,
+    )
     wait_for(markers_at_least(markers, len(adapters.split(","))), what="every job to start")
     return proc, uri, psutil.Process(proc.pid).children(recursive=True)
 
@@ -134,13 +165,18 @@ def test_submitit_jobs_outlive_a_sigkilled_launcher_and_nothing_stays_running(tm
     proc.wait(timeout=30)
     _, alive = psutil.wait_procs(workers, timeout=60)
     reap_dead_runs(MlflowClient(uri))  # what the next ragtrack command on the store does first
-    statuses = {stage: [(r.info.status, r.data.tags.get("ragtrack.reaped")) for r in rs] for stage, rs in _by_stage(uri).items()}
+    statuses = {
+        stage: [(r.info.status, r.data.tags.get("ragtrack.reaped")) for r in rs]
+        for stage, rs in _by_stage(uri).items()
+    }
     assert alive == [] and statuses == {"sweep": [("KILLED", "true")], "full": [("FINISHED", None)]}
 
 
 def test_bad_tracking_setting_stops_a_sweep_in_one_line_before_any_run(tmp_path):
     db = tmp_path / "mlflow.db"
-    proc = run(["run", "-m", "adapter=base,lora_a", "tracking.bootstrap_resamples=0", f"tracking.uri=sqlite:///{db}"])
+    proc = run(
+        ["run", "-m", "adapter=base,lora_a", "tracking.bootstrap_resamples=0", f"tracking.uri=sqlite:///{db}"]
+    )
     assert (proc.returncode, db.exists(), "Traceback" in proc.stderr) == (2, False, False)
     assert "tracking.bootstrap_resamples: Input should be greater than or equal to 1" in proc.stderr
 
@@ -150,7 +186,9 @@ def test_sweep_to_a_tracking_server_that_does_not_answer_is_one_line():
 
     proc = run(["run", "-m", "adapter=base,lora_a"], MLFLOW_TRACKING_URI=f"http://127.0.0.1:{free_port()}")
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "the tracking server does not answer" in lines[0], proc.stderr
+    assert proc.returncode == 2 and len(lines) == 1 and "the tracking server does not answer" in lines[0], (
+        proc.stderr
+    )
 
 
 # ------------------------------------------------------------------ workers and cores
@@ -168,7 +206,9 @@ def test_more_workers_than_cores_is_said():
     from ragtrack.app.sweep import oversubscribed
 
     cores = len(os.sched_getaffinity(0))
-    assert f"n_jobs={cores + 1} asks for more workers than the {cores} cores here" in oversubscribed(_launcher(cores + 1))
+    assert f"n_jobs={cores + 1} asks for more workers than the {cores} cores here" in oversubscribed(
+        _launcher(cores + 1)
+    )
 
 
 @pytest.mark.parametrize("n_jobs", [1, -1, None])

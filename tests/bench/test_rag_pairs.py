@@ -37,7 +37,12 @@ def test_better_and_worse_sides_differ_in_length_by_less_than_half(quality) -> N
 
 
 def test_every_metric_prefers_the_better_side_on_a_slice(quality) -> None:
-    pairs = [p for p in quality.load_pairs() if p.id.split(":")[0] in {"en-finance-fha", "en-law-gdpr", "zh-tax-small-enterprise", "zh-law-probation"}]
+    pairs = [
+        p
+        for p in quality.load_pairs()
+        if p.id.split(":")[0]
+        in {"en-finance-fha", "en-law-gdpr", "zh-tax-small-enterprise", "zh-law-probation"}
+    ]
     acc, misses = quality.accuracy(pairs)
     assert len(acc) == 8
     assert all(a["all"] >= 0.75 for a in acc.values()), misses
@@ -46,7 +51,9 @@ def test_every_metric_prefers_the_better_side_on_a_slice(quality) -> None:
 def test_the_shipped_reliability_files_re_derive_from_the_pairs(quality) -> None:
     from ragtrack.scorers.reliability import DIR, Reliability
 
-    shipped = {p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8")) for p in DIR.glob("*.json")}
+    shipped = {
+        p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8")) for p in DIR.glob("*.json")
+    }
     assert quality.reliabilities() == shipped
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
+import sqlite3
 import subprocess
 import sys
-import logging
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +85,6 @@ def test_shared_gives_one_embedder_per_setting() -> None:
     assert embeddings.shared() is not embeddings.shared(batch_size=8)
 
 
-
 def test_the_suite_keeps_caches_under_pytests_tmp_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
     from ragtrack.core.cachedir import cache_root
 
@@ -95,7 +94,9 @@ def test_the_suite_keeps_caches_under_pytests_tmp_dirs(tmp_path_factory: pytest.
 def test_loading_the_model_writes_nothing_to_the_console() -> None:
     # transformers' "Loading weights" progress bar would cut into ragtrack's console lines
     probe = "from ragtrack import embeddings; embeddings.shared(embeddings.DEFAULT_MODEL).encode(['x'])"
-    out = subprocess.run([sys.executable, "-c", probe], env=env(), capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env(), capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert (out.stdout, out.stderr) == ("", "")
 
@@ -107,21 +108,31 @@ def _rows(folder: Path) -> sqlite3.Connection:
     return sqlite3.connect(folder / "embeddings.sqlite")
 
 
-@pytest.mark.parametrize("damage", [
-    "UPDATE vectors_v2 SET vec = zeroblob(length(vec))",  # zeroed rows: an all-zero index if trusted
-    "UPDATE vectors_v2 SET vec = substr(vec, 1, 16)",  # a short blob
-    "UPDATE vectors_v2 SET sha256 = 'x'",  # a checksum that does not match
-], ids=["zeroed", "short", "checksum"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE vectors_v2 SET vec = zeroblob(length(vec))",  # zeroed rows: an all-zero index if trusted
+        "UPDATE vectors_v2 SET vec = substr(vec, 1, 16)",  # a short blob
+        "UPDATE vectors_v2 SET sha256 = 'x'",  # a checksum that does not match
+    ],
+    ids=["zeroed", "short", "checksum"],
+)
 def test_a_damaged_cached_vector_is_embedded_again(tmp_path: Path, damage: str) -> None:
     first = Embedder(cache_dir=str(tmp_path)).encode(TEXTS)
     with _rows(tmp_path) as con:
         con.execute(damage)
     again = Embedder(cache_dir=str(tmp_path))
     vectors = again.encode(TEXTS)
-    assert (again.stats.disk_hits, again.stats.encoded, np.array_equal(vectors, first)) == (0, len(set(TEXTS)), True)
+    assert (again.stats.disk_hits, again.stats.encoded, np.array_equal(vectors, first)) == (
+        0,
+        len(set(TEXTS)),
+        True,
+    )
 
 
-def test_a_damaged_cached_vector_is_one_warning_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_damaged_cached_vector_is_one_warning_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     Embedder(cache_dir=str(tmp_path)).encode(TEXTS)
     with _rows(tmp_path) as con:
         con.execute("UPDATE vectors_v2 SET vec = zeroblob(length(vec))")
@@ -137,4 +148,7 @@ def test_a_cache_file_that_is_not_a_database_is_moved_aside_and_rebuilt(tmp_path
     again = Embedder(cache_dir=str(tmp_path))
     again.encode(TEXTS)
     assert (vectors.shape[0], again.stats.disk_hits, (tmp_path / "embeddings.sqlite.damaged").exists()) == (
-        len(TEXTS), len(set(TEXTS)), True)
+        len(TEXTS),
+        len(set(TEXTS)),
+        True,
+    )

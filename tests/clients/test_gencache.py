@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _entry(key: str, text: str = "answer") -> CacheEntry:
-    return CacheEntry(key=key, model="m", text=text, usage={"total_tokens": 3}, latency_ms=1.5, finish_reason="stop")
+    return CacheEntry(
+        key=key, model="m", text=text, usage={"total_tokens": 3}, latency_ms=1.5, finish_reason="stop"
+    )
 
 
 def test_an_answer_is_on_disk_as_soon_as_it_is_put(tmp_path):
@@ -44,9 +46,18 @@ def test_a_write_after_a_torn_line_is_kept_whole(tmp_path):
 
 
 def test_key_changes_with_each_part_of_the_request():
-    base = dict(endpoint="http://h/v1/chat/completions", model="m", messages=[{"role": "user", "content": "q"}], params={"temperature": 0})
-    variants = [dict(base, endpoint="http://h2/v1/chat/completions"), dict(base, model="m2"),
-                dict(base, messages=[{"role": "user", "content": "q2"}]), dict(base, params={"temperature": 0, "seed": 1})]
+    base = dict(
+        endpoint="http://h/v1/chat/completions",
+        model="m",
+        messages=[{"role": "user", "content": "q"}],
+        params={"temperature": 0},
+    )
+    variants = [
+        dict(base, endpoint="http://h2/v1/chat/completions"),
+        dict(base, model="m2"),
+        dict(base, messages=[{"role": "user", "content": "q2"}]),
+        dict(base, params={"temperature": 0, "seed": 1}),
+    ]
     keys = {request_key(**base), *(request_key(**v) for v in variants)}
     assert len(keys) == 5
 
@@ -61,7 +72,10 @@ for i in range(200):
 
 
 def test_parallel_writers_never_interleave_lines(tmp_path):
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), name], cwd=ROOT, env=env()) for name in "abcd"]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), name], cwd=ROOT, env=env())
+        for name in "abcd"
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     cache = GenCache(tmp_path)  # 20 kB lines: far above the pipe-atomicity size, whole all the same
     assert (len(cache), cache.n_skipped) == (800, 0)
@@ -72,7 +86,9 @@ def test_parallel_writers_never_interleave_lines(tmp_path):
 
 def test_an_edited_answer_is_not_used(tmp_path):
     record = json.loads(_line(_entry("k1")))
-    (tmp_path / CACHE_FILE).write_text(json.dumps({**record, "text": "I cannot answer that."}) + "\n", encoding="utf-8")
+    (tmp_path / CACHE_FILE).write_text(
+        json.dumps({**record, "text": "I cannot answer that."}) + "\n", encoding="utf-8"
+    )
     cache = GenCache(tmp_path)
     assert (cache.get("k1"), cache.n_unverified) == (None, 1)
 

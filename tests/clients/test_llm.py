@@ -15,7 +15,14 @@ CANARY = "sk-canary-llm-7Hq2Zx9Pw4"
 
 
 def _client(url: str, **params) -> LLMClient:
-    params = {"model": "m1", "backoff_s": 0.01, "max_retries": 3, "timeout_s": 5.0, "deadline_s": 10.0, **params}
+    params = {
+        "model": "m1",
+        "backoff_s": 0.01,
+        "max_retries": 3,
+        "timeout_s": 5.0,
+        "deadline_s": 10.0,
+        **params,
+    }
     return LLMClient(LLMSettings(base_url=url, **params), jitter_seed=0)
 
 
@@ -26,14 +33,26 @@ def _ask(client: LLMClient, *questions: str, cache: GenCache | None = None):
 def test_answer_text_usage_and_latency_are_recorded():
     with LLMServer() as srv:
         (r,), stats = _ask(_client(srv.url), "hello")
-    assert (r.text, r.usage["total_tokens"], r.latency_ms > 0, stats.total_tokens, srv.count) == ("ECHO hello", 15, True, 15, 1)
+    assert (r.text, r.usage["total_tokens"], r.latency_ms > 0, stats.total_tokens, srv.count) == (
+        "ECHO hello",
+        15,
+        True,
+        15,
+        1,
+    )
 
 
 def test_request_carries_model_messages_and_decoding_params():
     with LLMServer() as srv:
         _ask(_client(srv.url, temperature=0.3, max_tokens=64, seed=7), "hello")
     body = srv.bodies()[0]
-    assert body == {"model": "m1", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.3, "max_tokens": 64, "seed": 7}
+    assert body == {
+        "model": "m1",
+        "messages": [{"role": "user", "content": "hello"}],
+        "temperature": 0.3,
+        "max_tokens": 64,
+        "seed": 7,
+    }
 
 
 def test_key_comes_from_the_named_environment_variable(monkeypatch):
@@ -98,15 +117,21 @@ def test_auth_failure_stops_the_batch_at_once():
 
 def test_unknown_model_404_names_endpoint_and_model():
     with LLMServer(script=[status(404, {"error": "model 'm1' does not exist"})]) as srv:
-        with pytest.raises(LLMError, match=rf"^{srv.url}/chat/completions \(model 'm1'\): HTTP 404 \(unknown model or wrong base_url\?\)"):
+        with pytest.raises(
+            LLMError,
+            match=rf"^{srv.url}/chat/completions \(model 'm1'\): HTTP 404 \(unknown model or wrong base_url\?\)",
+        ):
             _ask(_client(srv.url))
 
 
-@pytest.mark.parametrize("body, problem", [
-    ("<html>proxy error</html>", "the reply is not JSON"),
-    ('{"choices": []}', "the reply has no choices"),
-    ('{"choices": [{"message": {"content": 3}}]}', "no message with text content"),
-])
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        ("<html>proxy error</html>", "the reply is not JSON"),
+        ('{"choices": []}', "the reply has no choices"),
+        ('{"choices": [{"message": {"content": 3}}]}', "no message with text content"),
+    ],
+)
 def test_malformed_200_reply_is_an_error_without_retry(body, problem):
     with LLMServer(script=[raw(body)]) as srv:
         with pytest.raises(LLMError, match=problem):
@@ -147,7 +172,10 @@ def test_unreachable_endpoint_is_retried_then_named():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # bound, not listening: connection refused
-        with pytest.raises(LLMError, match=rf"^{url}/chat/completions \(model 'm1'\): cannot connect: .* \(gave up after 3 attempts"):
+        with pytest.raises(
+            LLMError,
+            match=rf"^{url}/chat/completions \(model 'm1'\): cannot connect: .* \(gave up after 3 attempts",
+        ):
             _ask(_client(url, max_retries=2))
 
 
@@ -160,7 +188,9 @@ def test_concurrency_limit_is_the_most_requests_in_flight():
 def test_backoff_doubles_with_seeded_jitter():
     a, b = (_client("http://127.0.0.1:1/v1", backoff_s=1.0) for _ in range(2))
     waits = [a.backoff(n) for n in (1, 2, 3)]
-    assert waits == [b.backoff(n) for n in (1, 2, 3)] and all(0.5 * 2**i <= w <= 2**i for i, w in enumerate(waits))
+    assert waits == [b.backoff(n) for n in (1, 2, 3)] and all(
+        0.5 * 2**i <= w <= 2**i for i, w in enumerate(waits)
+    )
 
 
 def test_second_batch_is_served_from_the_cache(tmp_path):
@@ -168,7 +198,12 @@ def test_second_batch_is_served_from_the_cache(tmp_path):
         client = _client(srv.url)
         _ask(client, "a", "b", cache=GenCache(tmp_path))
         results, stats = _ask(client, "a", "b", cache=GenCache(tmp_path))
-    assert (srv.count, stats.cache_hits, [r.cached for r in results], results[0].text) == (2, 2, [True, True], "ECHO a")
+    assert (srv.count, stats.cache_hits, [r.cached for r in results], results[0].text) == (
+        2,
+        2,
+        [True, True],
+        "ECHO a",
+    )
 
 
 def test_a_different_model_misses_the_cache(tmp_path):
@@ -195,14 +230,21 @@ def _fail_on_bad(n: int, body: dict):
 
 def test_up_to_max_errors_failed_calls_stay_in_their_places():
     with LLMServer(script=_fail_on_bad) as srv:
-        results, _ = _client(srv.url).complete_all([[Message(role="user", content=q)] for q in ("a", "bad1", "b")], max_errors=1)
-    assert ([type(r).__name__ for r in results], results[2].text) == (["ChatResult", "LLMError", "ChatResult"], "ok")
+        results, _ = _client(srv.url).complete_all(
+            [[Message(role="user", content=q)] for q in ("a", "bad1", "b")], max_errors=1
+        )
+    assert ([type(r).__name__ for r in results], results[2].text) == (
+        ["ChatResult", "LLMError", "ChatResult"],
+        "ok",
+    )
 
 
 def test_one_failed_call_beyond_max_errors_stops_the_batch():
     with LLMServer(script=_fail_on_bad) as srv:
         with pytest.raises(LLMError, match=r"HTTP 400"):
-            _client(srv.url, concurrency=1).complete_all([[Message(role="user", content=q)] for q in ("bad1", "bad2")], max_errors=1)
+            _client(srv.url, concurrency=1).complete_all(
+                [[Message(role="user", content=q)] for q in ("bad1", "bad2")], max_errors=1
+            )
 
 
 def test_an_auth_error_stops_the_batch_whatever_max_errors():

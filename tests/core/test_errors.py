@@ -15,14 +15,14 @@ import pytest
 
 import ragtrack
 from ragtrack.app.devserver import ComponentError
-from ragtrack.core.errors import DiskFull, InputError, RunNotEnded, disk_full, human_bytes
-from ragtrack.index.build import _Damaged
 from ragtrack.clients.llm import LLMAuthError, LLMError, _Retryable
+from ragtrack.core.errors import DiskFull, InputError, RunNotEnded, disk_full, human_bytes
+from ragtrack.core.termination import Terminated
+from ragtrack.index.build import _Damaged
+from ragtrack.run.trust import Refused, Setting
 from ragtrack.scorers.judge import JudgeFailure
 from ragtrack.scorers.llm_batch import LlmFailureRateError, ReplyError
 from ragtrack.scorers.rubric_judge import JudgeParseError
-from ragtrack.core.termination import Terminated
-from ragtrack.run.trust import Refused, Setting
 
 # One example of every exception class defined in the package; a new class must add one.
 EXAMPLES: dict[type[BaseException], BaseException] = {
@@ -39,8 +39,18 @@ EXAMPLES: dict[type[BaseException], BaseException] = {
     ReplyError: ReplyError("no JSON in the reply"),
     JudgeFailure: JudgeFailure("llm: unreadable reply: no JSON in the reply"),
     LlmFailureRateError: LlmFailureRateError("rag: 3 of 10 judge questions got no usable answer (max 10%)"),
-    Refused: Refused("config.yaml", [Setting(key="scorers.rubric_judge.base_url", kind="host", value="http://x/v1",
-                                             default=None, present=True)]),
+    Refused: Refused(
+        "config.yaml",
+        [
+            Setting(
+                key="scorers.rubric_judge.base_url",
+                kind="host",
+                value="http://x/v1",
+                default=None,
+                present=True,
+            )
+        ],
+    ),
 }
 
 
@@ -49,7 +59,11 @@ def _defined_exception_classes() -> set[type[BaseException]]:
     for info in pkgutil.walk_packages(ragtrack.__path__, "ragtrack."):
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__.startswith("ragtrack"):
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, BaseException)
+                and obj.__module__.startswith("ragtrack")
+            ):
                 found.add(obj)
     return found
 
@@ -104,16 +118,22 @@ def test_another_os_error_is_not_a_full_disk(tmp_path) -> None:
 
 
 def test_a_full_disk_names_the_file_the_os_named(tmp_path) -> None:
-    full = disk_full(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "f.json")), tmp_path, None)
+    full = disk_full(
+        OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "f.json")), tmp_path, None
+    )
     assert full is not None and full.path == tmp_path / "f.json"
 
 
 def test_a_full_disk_reads_as_one_line_with_free_and_needed_space(tmp_path) -> None:
     text = str(DiskFull(tmp_path, 3 * 1024 * 1024))
-    assert "\n" not in text and re.search(r"disk full writing .*: [\d.]+ [KMG]?B free there, .* about 3\.0 MB", text)
+    assert "\n" not in text and re.search(
+        r"disk full writing .*: [\d.]+ [KMG]?B free there, .* about 3\.0 MB", text
+    )
 
 
-@pytest.mark.parametrize(("n", "text"), [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KB"), (5 * 1024**3, "5.0 GB")])
+@pytest.mark.parametrize(
+    ("n", "text"), [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KB"), (5 * 1024**3, "5.0 GB")]
+)
 def test_human_bytes(n: int, text: str) -> None:
     assert human_bytes(n) == text
 
@@ -132,4 +152,7 @@ def test_a_relative_path_not_found_says_where_it_was_looked_for(tmp_path, monkey
 
 
 def test_an_absolute_path_not_found_is_just_not_found(tmp_path) -> None:
-    assert InputError.from_os_error(tmp_path / "x.json", FileNotFoundError(2, "No such file")).problem == "file not found"
+    assert (
+        InputError.from_os_error(tmp_path / "x.json", FileNotFoundError(2, "No such file")).problem
+        == "file not found"
+    )

@@ -10,25 +10,57 @@ from ragtrack.core.redact import MASK, RedactingFilter, is_secret_key, redact, r
 from tests.processes import ROOT, run
 
 
-@pytest.mark.parametrize("key", ["api_key", "openai_key", "OPENAI_API_KEY", "hf_token", "client_secret", "password",
-                                 "MLFLOW_TRACKING_PASSWORD", "AWS_SECRET_ACCESS_KEY", "generator.params.api_key", "+x.token"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "api_key",
+        "openai_key",
+        "OPENAI_API_KEY",
+        "hf_token",
+        "client_secret",
+        "password",
+        "MLFLOW_TRACKING_PASSWORD",
+        "AWS_SECRET_ACCESS_KEY",
+        "generator.params.api_key",
+        "+x.token",
+    ],
+)
 def test_credential_keys_are_secret(key):
     assert is_secret_key(key)
 
 
-@pytest.mark.parametrize("key", ["max_tokens", "tokenizer", "api_key_env", "author", "keys", "refusal_token", "path", "PWD"])
+@pytest.mark.parametrize(
+    "key", ["max_tokens", "tokenizer", "api_key_env", "author", "keys", "refusal_token", "path", "PWD"]
+)
 def test_ordinary_keys_are_not_secret(key):
     assert not is_secret_key(key)
 
 
-@pytest.mark.parametrize("text", ["sk-proj-abcdefgh12345678", "Bearer abc.def-ghi_jkl", "ghp_abcdefghijklmnop1234",
-                                  "AKIAABCDEFGHIJKLMNOP", "eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeKKF2Q", "Zx9QwErTyUiOp1234567890abcd"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sk-proj-abcdefgh12345678",
+        "Bearer abc.def-ghi_jkl",
+        "ghp_abcdefghijklmnop1234",
+        "AKIAABCDEFGHIJKLMNOP",
+        "eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeKKF2Q",
+        "Zx9QwErTyUiOp1234567890abcd",
+    ],
+)
 def test_secret_shapes_are_masked(text):
     assert redact_text(f"value {text} end") == f"value {MASK} end"
 
 
-@pytest.mark.parametrize("text", ["a" * 64, "0123456789abcdef" * 4, "experiments/demo/predictions/base__v1.jsonl",
-                                  "Qwen/Qwen2.5-7B-Instruct", "questions@8024da67e62deca1863d0280856720e7a31de3b8"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 64,
+        "0123456789abcdef" * 4,
+        "experiments/demo/predictions/base__v1.jsonl",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "questions@8024da67e62deca1863d0280856720e7a31de3b8",
+    ],
+)
 def test_hashes_paths_and_model_ids_are_kept(text):
     assert redact_text(text) == text
 
@@ -60,12 +92,24 @@ def test_key_value_pairs_in_text_are_masked_by_key():
 
 def test_override_shapes_are_masked():
     assert redact_overrides(
-        ["generator.params.api_key=plain", "+generator.params={api_key:plain,model:m}", "+x=[sk-abcdefgh12345]", "adapter=lora_a"]
-    ) == [f"generator.params.api_key={MASK}", f"+generator.params={{api_key:{MASK},model:m}}", f"+x=[{MASK}]", "adapter=lora_a"]
+        [
+            "generator.params.api_key=plain",
+            "+generator.params={api_key:plain,model:m}",
+            "+x=[sk-abcdefgh12345]",
+            "adapter=lora_a",
+        ]
+    ) == [
+        f"generator.params.api_key={MASK}",
+        f"+generator.params={{api_key:{MASK},model:m}}",
+        f"+x=[{MASK}]",
+        "adapter=lora_a",
+    ]
 
 
 def test_nested_config_values_are_masked_by_key():
-    assert redact({"generator": {"params": {"api_key": "plain", "model": "m"}}}) == {"generator": {"params": {"api_key": MASK, "model": "m"}}}
+    assert redact({"generator": {"params": {"api_key": "plain", "model": "m"}}}) == {
+        "generator": {"params": {"api_key": MASK, "model": "m"}}
+    }
 
 
 def test_logging_filter_masks_the_formatted_message():
@@ -103,7 +147,13 @@ def canary_workdir(tmp_path_factory):
     outputs = []
     commands = [
         # succeed: secrets in values of ordinary keys, by shape and from the environment
-        ["run", "-m", "adapter=base,lora_a", f"tracking.run_name={CANARY_SK}", "adapter.id=${oc.env:OPENAI_API_KEY}"],
+        [
+            "run",
+            "-m",
+            "adapter=base,lora_a",
+            f"tracking.run_name={CANARY_SK}",
+            "adapter.id=${oc.env:OPENAI_API_KEY}",
+        ],
         # fail on input: a secret key in the dict form, and a key outside the usual pattern
         ["run", f"+generator.params={{api_key:{CANARY_DICT}}}"],
         ["run", "-m", "adapter=base,lora_a", f"+generator.params.openai_key={CANARY_KEY}"],

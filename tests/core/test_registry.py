@@ -14,7 +14,7 @@ from ragtrack.core.registry import code_modules, code_sha256
 FILES = {
     "__init__.py": "",
     "comp.py": "from pkgx.helper import double\nfrom . import sibling\nimport json\n\n"
-               "class Comp:\n    def run(self):\n        from pkgx import lazy\n        return lazy.VALUE\n",
+    "class Comp:\n    def run(self):\n        from pkgx import lazy\n        return lazy.VALUE\n",
     "helper.py": "from pkgx.deep import BASE\n\ndef double(x):\n    return 2 * x + BASE\n",
     "deep.py": "BASE = 0\n",
     "sibling.py": "X = 1\n",
@@ -47,13 +47,22 @@ def _comp() -> type:
 
 
 def test_modules_are_the_component_its_imports_theirs_and_its_lazy_ones(pkg: Path) -> None:
-    assert sorted(code_modules("pkgx.comp")) == ["pkgx", "pkgx.comp", "pkgx.deep", "pkgx.helper", "pkgx.lazy", "pkgx.sibling"]
+    assert sorted(code_modules("pkgx.comp")) == [
+        "pkgx",
+        "pkgx.comp",
+        "pkgx.deep",
+        "pkgx.helper",
+        "pkgx.lazy",
+        "pkgx.sibling",
+    ]
 
 
 def test_a_lazy_import_in_another_module_is_not_followed(pkg: Path) -> None:
     # a registry's function that imports every built-in component does not make them dependencies
     (pkg / "helper.py").write_text("from pkgx import registry_like\n\ndef double(x):\n    return 2 * x\n")
-    assert "pkgx.unrelated" not in code_modules("pkgx.comp") and "pkgx.registry_like" in code_modules("pkgx.comp")
+    assert "pkgx.unrelated" not in code_modules("pkgx.comp") and "pkgx.registry_like" in code_modules(
+        "pkgx.comp"
+    )
 
 
 def test_the_hash_changes_with_a_module_imported_two_levels_down(pkg: Path) -> None:
@@ -68,10 +77,13 @@ def test_the_hash_ignores_a_module_the_component_does_not_import(pkg: Path) -> N
     assert code_sha256(_comp()) == before
 
 
-@pytest.mark.parametrize("edit", [
-    "from pkgx.deep import BASE\n\n\ndef double(x):  # twice, plus the base\n    return 2*x+BASE\n",
-    '"""Helpers."""\nfrom pkgx.deep import BASE\n\ndef double(x):\n    """Twice x, plus the base."""\n    return 2 * x + BASE\n',
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "from pkgx.deep import BASE\n\n\ndef double(x):  # twice, plus the base\n    return 2*x+BASE\n",
+        '"""Helpers."""\nfrom pkgx.deep import BASE\n\ndef double(x):\n    """Twice x, plus the base."""\n    return 2 * x + BASE\n',
+    ],
+)
 def test_the_hash_ignores_formatting_comments_and_docstrings(pkg: Path, edit: str) -> None:
     before = code_sha256(_comp())
     (pkg / "helper.py").write_text(edit)
@@ -92,7 +104,9 @@ def _scorer_modules_after(code: str) -> list[str]:
     import subprocess
 
     probe = f"import sys\n{code}\nprint(sorted(m for m in sys.modules if m.startswith('ragtrack.scorers.')))"
-    return ast.literal_eval(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+    return ast.literal_eval(
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    )
 
 
 def test_building_a_scorer_imports_only_its_module() -> None:

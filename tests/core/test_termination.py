@@ -29,7 +29,10 @@ def test_ctrl_c_is_one_line_without_traceback(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     (r,) = runs(uri)
-    assert (proc.returncode, err.strip().splitlines()[-1]) == (130, f"ragtrack: interrupted: run {r.info.run_id} ended KILLED")
+    assert (proc.returncode, err.strip().splitlines()[-1]) == (
+        130,
+        f"ragtrack: interrupted: run {r.info.run_id} ended KILLED",
+    )
     assert "Traceback" not in err
 
 
@@ -46,7 +49,11 @@ def test_ctrl_c_before_any_run_exists_says_none_was_logged(tmp_path):
 
 
 def test_exit_codes_follow_the_shell():
-    assert [exit_code(Terminated(signal.SIGTERM)), exit_code(Terminated(signal.SIGHUP)), exit_code(KeyboardInterrupt())] == [143, 129, 130]
+    assert [
+        exit_code(Terminated(signal.SIGTERM)),
+        exit_code(Terminated(signal.SIGHUP)),
+        exit_code(KeyboardInterrupt()),
+    ] == [143, 129, 130]
 
 
 def test_sigterm_inside_the_block_raises_terminated():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragtrack.core.errors import InputError
-from ragtrack.generators import build_generator
 from ragtrack.core.types import EvalCase
+from ragtrack.generators import build_generator
 
 CASES = [EvalCase(id="a", question="Q-a?"), EvalCase(id="b", question="Q-b?")]
 PREFIX = "tests.generators.sample_fns:"
@@ -32,7 +32,9 @@ def test_dict_return_is_read_like_a_predictions_line():
 
 
 def test_exception_names_target_and_case():
-    with pytest.raises(RuntimeError, match=r"sample_fns:broken failed on case 'a': ValueError: model server said no"):
+    with pytest.raises(
+        RuntimeError, match=r"sample_fns:broken failed on case 'a': ValueError: model server said no"
+    ):
         _gen("broken").generate(CASES, "")
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ragtrack.inputs.eval_sets import load_eval_set
-from ragtrack.generators import build_generator
 from ragtrack.core.hashing import sha1_file
+from ragtrack.generators import build_generator
+from ragtrack.inputs.eval_sets import load_eval_set
 
 
 def test_replay_matches_and_counts(demo_files):

@@ -23,12 +23,21 @@ def write_corpus(folder: Path) -> Path:
     return folder
 
 
-def index_config(folder: Path, *, name: str = "tiny", glob: str = "**/*.md", model: str = "all-MiniLM-L6-v2",
-                 batch_size: int = 64, **chunker: object) -> IndexConfig:
+def index_config(
+    folder: Path,
+    *,
+    name: str = "tiny",
+    glob: str = "**/*.md",
+    model: str = "all-MiniLM-L6-v2",
+    batch_size: int = 64,
+    **chunker: object,
+) -> IndexConfig:
     """An index of `folder` with a 100-character paragraph chunker unless `chunker` says otherwise."""
-    return IndexConfig.model_validate({
-        "name": name,
-        "corpus": {"dir": str(folder), "glob": glob},
-        "chunker": {"size": 100, "overlap": 0, "boundary": "paragraph", **chunker},
-        "embedder": {"model": model, "batch_size": batch_size},
-    })
+    return IndexConfig.model_validate(
+        {
+            "name": name,
+            "corpus": {"dir": str(folder), "glob": glob},
+            "chunker": {"size": 100, "overlap": 0, "boundary": "paragraph", **chunker},
+            "embedder": {"model": model, "batch_size": batch_size},
+        }
+    )

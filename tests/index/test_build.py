@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.core.cachedir import cache_root
 from ragtrack.clients.embeddings import resolve_model
+from ragtrack.core.cachedir import cache_root
 from ragtrack.core.errors import InputError
 from ragtrack.index.build import index_spec, open_index
 from tests.conftest import make_config
@@ -126,11 +126,14 @@ def test_a_missing_model_path_names_the_key(corpus, tmp_path):
     assert e.value.field == "index.embedder.model"
 
 
-@pytest.mark.parametrize("chunker,problem", [
-    ({"size": 100, "overlap": 100}, "overlap (100) must be smaller than size (100)"),
-    ({"size": 0}, "greater than 0"),
-    ({"size": 100, "boundary": "word"}, "'paragraph', 'sentence' or 'char'"),
-])
+@pytest.mark.parametrize(
+    "chunker,problem",
+    [
+        ({"size": 100, "overlap": 100}, "overlap (100) must be smaller than size (100)"),
+        ({"size": 0}, "greater than 0"),
+        ({"size": 100, "boundary": "word"}, "'paragraph', 'sentence' or 'char'"),
+    ],
+)
 def test_a_bad_chunker_value_names_the_key(demo_files, chunker, problem):
     index = {"name": "x", "corpus": {"dir": "d"}, "chunker": chunker, "embedder": {}}
     with pytest.raises(InputError) as e:
@@ -142,4 +145,3 @@ def test_a_built_index_with_a_recorded_path_is_an_error(demo_files):
     index = {"name": "x", "path": "p", "corpus": {"dir": "d"}, "chunker": {"size": 9}, "embedder": {}}
     with pytest.raises(InputError, match="not both"):
         make_config(demo_files, index=index)
-

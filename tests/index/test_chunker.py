@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtrack.inputs.config import ChunkerConfig
 from ragtrack.index.chunker import chunk_spans, paragraph_spans, sentence_spans, title
+from ragtrack.inputs.config import ChunkerConfig
 
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo" / "corpus"
 DEMO_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(DEMO.rglob("*.md"))]
@@ -51,7 +51,10 @@ def test_sentence_boundary_packs_across_a_paragraph_break():
 def test_chinese_is_cut_after_its_own_punctuation():
     text = "退款审核通过后，款项将在五个工作日内原路退回。域名注册费不支持退款；证书费用也不退还。"
     chunks = [text[s:e] for s, e in chunk_spans(text, ChunkerConfig(size=24))]
-    assert chunks == ["退款审核通过后，款项将在五个工作日内原路退回。", "域名注册费不支持退款；证书费用也不退还。"]
+    assert chunks == [
+        "退款审核通过后，款项将在五个工作日内原路退回。",
+        "域名注册费不支持退款；证书费用也不退还。",
+    ]
 
 
 def test_a_long_chinese_sentence_is_cut_at_its_commas():
@@ -66,7 +69,10 @@ def test_cjk_without_any_boundary_is_cut_every_size_characters():
 
 def test_a_decimal_point_does_not_end_a_sentence():
     text = "Compute is guaranteed 99.95% uptime. Credits apply."
-    assert [text[s:e] for s, e in sentence_spans(text)] == ["Compute is guaranteed 99.95% uptime.", "Credits apply."]
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "Compute is guaranteed 99.95% uptime.",
+        "Credits apply.",
+    ]
 
 
 def test_consecutive_chunks_share_whole_trailing_sentences_within_overlap():

@@ -93,6 +93,9 @@ def test_fresh_embeddings_expose_vectors_whose_checksums_were_rewritten(built):
     (folder / CHECKSUMS).write_text(json.dumps({**sums, "vectors.npy": sha256_file(folder / "vectors.npy")}))
     try:
         poisoned = open_index(index.spec)
-        assert (poisoned.built, verify_vectors(index.spec, poisoned.vectors) > DEEP_TOLERANCE) == (False, True)
+        assert (poisoned.built, verify_vectors(index.spec, poisoned.vectors) > DEEP_TOLERANCE) == (
+            False,
+            True,
+        )
     finally:
         shutil.rmtree(folder)  # the session shares one cache: later tests must not find the poisoned index

@@ -45,7 +45,9 @@ def test_hybrid_finds_the_chunk_holding_the_answer_in_the_top_two(retriever, que
 
 def test_hits_are_ranked_best_first_and_name_their_file(retriever):
     hits = retriever.search([ENGLISH[0][0]], 4, "dense")[0]
-    assert [h.rank for h in hits] == [1, 2, 3, 4] and [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.rank for h in hits] == [1, 2, 3, 4] and [h.score for h in hits] == sorted(
+        (h.score for h in hits), reverse=True
+    )
     assert hits[0].chunk.source_path == "en/sla.md"
 
 
@@ -71,4 +73,3 @@ def test_bm25_scores_by_hand():
     tf1 = 2.2 / (1 + 1.2)
     expected = math.log(1 + 0.5 / 2.5) * tf1 + math.log(2.0) * tf1
     assert bm.scores(["a", "b"])[0] == pytest.approx(expected)
-

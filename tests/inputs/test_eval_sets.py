@@ -32,7 +32,13 @@ def qv2(question: str, cid: Any = ..., **answer_overrides: Any) -> dict[str, Any
 
 
 def qa(qid: Any, q: str, answerable: Any = True, gold_ids: Any = None, **extra: Any) -> dict[str, Any]:
-    return {"qid": qid, "q": q, "answerable": answerable, "gold_ids": gold_ids if gold_ids is not None else [], **extra}
+    return {
+        "qid": qid,
+        "q": q,
+        "answerable": answerable,
+        "gold_ids": gold_ids if gold_ids is not None else [],
+        **extra,
+    }
 
 
 def write_json(path: Path, obj: Any) -> Path:
@@ -69,18 +75,30 @@ def test_question_v2_missing_id_becomes_index_string(tmp_path: Path) -> None:
 
 def test_qaset_loads(tmp_path: Path) -> None:
     lf = load_eval_file(
-        write_json(tmp_path / "qa.json", [qa("1", "Q1", True, ["c1"], gold_claim="seven days"), qa("2", "Q2", False)])
+        write_json(
+            tmp_path / "qa.json", [qa("1", "Q1", True, ["c1"], gold_claim="seven days"), qa("2", "Q2", False)]
+        )
     )
     assert lf.file.format == "qaset"
     c = lf.cases[0]
     assert (c.id, c.question) == ("1", "Q1")
-    assert c.gold is not None and (c.gold.answerable, c.gold.gold_ids, c.gold.gold_claim) == (True, ["c1"], "seven days")
+    assert c.gold is not None and (c.gold.answerable, c.gold.gold_ids, c.gold.gold_claim) == (
+        True,
+        ["c1"],
+        "seven days",
+    )
     assert lf.cases[1].gold is not None and lf.cases[1].gold.answerable is False
 
 
 RAG_ITEMS = [
-    {"id": "r1", "question": "Q1", "ground_truth_answer": "A1", "ground_truth_contexts": ["ctx"],
-     "graph_entities": ["E"], "metadata": {"k": 1}},
+    {
+        "id": "r1",
+        "question": "Q1",
+        "ground_truth_answer": "A1",
+        "ground_truth_contexts": ["ctx"],
+        "graph_entities": ["E"],
+        "metadata": {"k": 1},
+    },
     {"id": "r2", "question": "Q2"},
 ]
 
@@ -92,7 +110,11 @@ def test_rag_json_array_loads(tmp_path: Path) -> None:
     ref = lf.cases[0].reference
     assert ref is not None
     assert (ref.ground_truth_answer, ref.ground_truth_contexts, ref.graph_entities, ref.metadata) == (
-        "A1", ["ctx"], ["E"], {"k": 1})
+        "A1",
+        ["ctx"],
+        ["E"],
+        {"k": 1},
+    )
 
 
 def test_rag_jsonl_loads(tmp_path: Path) -> None:
@@ -103,7 +125,9 @@ def test_rag_jsonl_loads(tmp_path: Path) -> None:
 
 
 def test_integer_ids_become_strings(tmp_path: Path) -> None:
-    assert [c.id for c in load_eval_file(write_json(tmp_path / "r.json", [{"id": 7, "question": "Q"}])).cases] == ["7"]
+    assert [
+        c.id for c in load_eval_file(write_json(tmp_path / "r.json", [{"id": 7, "question": "Q"}])).cases
+    ] == ["7"]
     assert [c.id for c in load_eval_file(write_json(tmp_path / "qa.json", [qa(3, "Q")])).cases] == ["3"]
     assert [c.id for c in load_eval_file(write_json(tmp_path / "q.json", [qv2("Q", 5)])).cases] == ["5"]
 
@@ -237,7 +261,10 @@ def test_id_of_wrong_type_names_field_id(tmp_path: Path) -> None:
 
 
 def test_duplicate_ids_name_first_occurrence(tmp_path: Path) -> None:
-    path = write_json(tmp_path / "r.json", [{"id": "1", "question": "A"}, {"id": "2", "question": "B"}, {"id": 1, "question": "C"}])
+    path = write_json(
+        tmp_path / "r.json",
+        [{"id": "1", "question": "A"}, {"id": "2", "question": "B"}, {"id": 1, "question": "C"}],
+    )
     e = load_error(path)
     assert (e.file, e.where, e.field) == (str(path), "item 2", "id")
     assert "first at item 0" in str(e)
@@ -335,15 +362,19 @@ def test_not_utf8(tmp_path: Path) -> None:
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_constant_in_json_names_item_and_field(tmp_path: Path, constant: str) -> None:
     path = tmp_path / "rag.json"
-    path.write_text(f'[{{"id": "1", "question": "Q"}}, {{"id": "2", "question": "Q2", "metadata": {{"w": [1, {constant}]}}}}]',
-                    encoding="utf-8")
+    path.write_text(
+        f'[{{"id": "1", "question": "Q"}}, {{"id": "2", "question": "Q2", "metadata": {{"w": [1, {constant}]}}}}]',
+        encoding="utf-8",
+    )
     assert str(load_error(path)) == f"{path}: item 1: metadata.w[1]: {constant} is not a JSON number"
 
 
 def test_non_finite_constant_in_jsonl_names_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "rag.jsonl"
-    path.write_text('{"id": "1", "question": "Q"}\n\n{"id": "2", "question": "Q2", "metadata": {"score": Infinity}}\n',
-                    encoding="utf-8")
+    path.write_text(
+        '{"id": "1", "question": "Q"}\n\n{"id": "2", "question": "Q2", "metadata": {"score": Infinity}}\n',
+        encoding="utf-8",
+    )
     assert str(load_error(path)) == f"{path}: line 3: metadata.score: Infinity is not a JSON number"
 
 
@@ -372,7 +403,9 @@ def test_directory_is_an_error_with_the_os_reason(tmp_path: Path) -> None:
     assert str(load_error(path)) == f"{path}: cannot read: Is a directory"
 
 
-@pytest.mark.parametrize("key", ["answer", "contexts", "retrieved_contexts", "chunks", "citations", "latency_ms"])
+@pytest.mark.parametrize(
+    "key", ["answer", "contexts", "retrieved_contexts", "chunks", "citations", "latency_ms"]
+)
 def test_predictions_file_given_as_eval_set_names_the_key(tmp_path: Path, key: str) -> None:
     path = write_jsonl(tmp_path / "preds.jsonl", [{"id": "1", "question": "Q", key: []}])
     e = load_error(path)
@@ -397,7 +430,9 @@ def test_message_reads_file_where_field_problem(tmp_path: Path) -> None:
 
 def _v2_and_qaset(tmp_path: Path) -> tuple[Path, Path]:
     q = write_json(tmp_path / "questions.json", [qv2("Q1", "a1"), qv2("Q2", "a2")])
-    g = write_json(tmp_path / "qaset.json", [qa("a1", "Q1", True, ["c1"]), qa("u1", "Q3", False), qa("a2", "Q2", True)])
+    g = write_json(
+        tmp_path / "qaset.json", [qa("a1", "Q1", True, ["c1"]), qa("u1", "Q3", False), qa("a2", "Q2", True)]
+    )
     return q, g
 
 

@@ -51,4 +51,7 @@ def test_jsonl_byte_order_mark_only_on_the_first_line() -> None:
 
 def test_jsonl_yields_raw_lines_and_skips_blank_ones() -> None:
     data = b'{"a": 1}\n \n{"a": 2}'
-    assert list(iter_jsonl(io.BytesIO(data), "f.jsonl")) == [(1, b'{"a": 1}\n', {"a": 1}), (3, b'{"a": 2}', {"a": 2})]
+    assert list(iter_jsonl(io.BytesIO(data), "f.jsonl")) == [
+        (1, b'{"a": 1}\n', {"a": 1}),
+        (3, b'{"a": 2}', {"a": 2}),
+    ]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import EvalCase, Generation
 from ragtrack.inputs.predictions import (
     UNMATCHED_KEYS_LIMIT,
     PredictionRecord,
@@ -19,7 +20,6 @@ from ragtrack.inputs.predictions import (
     match_prediction_file,
     parse_prediction,
 )
-from ragtrack.core.types import EvalCase, Generation
 
 CASES = [
     EvalCase(id="1", question="What is the refund period?"),
@@ -29,8 +29,10 @@ CASES = [
 
 
 def write_lines(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -87,7 +89,9 @@ def test_match_by_question(tmp_path: Path) -> None:
 
 def test_q_takes_precedence_over_question(tmp_path: Path) -> None:
     # As the seed's reference scorer: p.get("q") or p.get("question").
-    gen = match(tmp_path, [{"q": "Who founded Lumen?", "question": "What uptime is guaranteed?", "answer": "B"}])
+    gen = match(
+        tmp_path, [{"q": "Who founded Lumen?", "question": "What uptime is guaranteed?", "answer": "B"}]
+    )
     assert answers(gen)["2"] == "B"
     assert gen.predictions[2].missing
 
@@ -125,7 +129,9 @@ def test_cases_without_prediction_are_missing_and_counted(tmp_path: Path) -> Non
 
 
 def test_duplicate_later_replaces_earlier_and_is_counted(tmp_path: Path) -> None:
-    gen = match(tmp_path, [{"id": "1", "answer": "first"}, {"q": "What is the refund period?", "answer": "second"}])
+    gen = match(
+        tmp_path, [{"id": "1", "answer": "first"}, {"q": "What is the refund period?", "answer": "second"}]
+    )
     assert answers(gen)["1"] == "second"
     assert gen.duplicates_dropped == 1
     assert gen.n_unmatched == 0
@@ -157,7 +163,9 @@ def test_integer_context_id_becomes_string() -> None:
 
 
 def test_a_context_keeps_its_retriever_score() -> None:
-    c = one({"id": "1", "answer": "", "contexts": [{"text": "T", "score": 2.5}, {"text": "U"}]}).prediction.contexts
+    c = one(
+        {"id": "1", "answer": "", "contexts": [{"text": "T", "score": 2.5}, {"text": "U"}]}
+    ).prediction.contexts
     assert [x.score for x in c] == [2.5, None]
 
 
@@ -272,12 +280,16 @@ def test_missing_answer_is_an_error_naming_the_field(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_constant_names_line_and_field(tmp_path: Path, constant: str) -> None:
-    e = load_error(tmp_path, [{"id": "1", "answer": "A"}, "", f'{{"id": "3", "answer": "C", "latency_ms": {constant}}}'])
+    e = load_error(
+        tmp_path, [{"id": "1", "answer": "A"}, "", f'{{"id": "3", "answer": "C", "latency_ms": {constant}}}']
+    )
     assert str(e) == f"{e.file}: line 3: latency_ms: {constant} is not a JSON number"
 
 
 def test_non_finite_constant_deep_in_a_line_names_its_path(tmp_path: Path) -> None:
-    e = load_error(tmp_path, ['{"id": "1", "answer": "A", "contexts": [{"text": "t"}, {"text": "u", "score": NaN}]}'])
+    e = load_error(
+        tmp_path, ['{"id": "1", "answer": "A", "contexts": [{"text": "t"}, {"text": "u", "score": NaN}]}']
+    )
     assert (e.where, e.field) == ("line 1", "contexts[1].score")
 
 
@@ -344,7 +356,9 @@ def test_file_with_predictions_has_no_warning(tmp_path: Path) -> None:
 
 
 def test_provenance_is_the_sha1_of_the_file_bytes(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "preds.jsonl", [{"id": "1", "answer": "A"}, "", {"id": "zz", "answer": "B"}])
+    path = write_lines(
+        tmp_path / "preds.jsonl", [{"id": "1", "answer": "A"}, "", {"id": "zz", "answer": "B"}]
+    )
     gen = match_prediction_file(path, CASES)
     assert gen.provenance == {"predictions_sha1": hashlib.sha1(path.read_bytes()).hexdigest()}
 
@@ -356,7 +370,11 @@ def test_missing_ids_in_case_order(tmp_path: Path) -> None:
 def test_unmatched_keys_capped_and_all_counted(tmp_path: Path) -> None:
     n = UNMATCHED_KEYS_LIMIT + 7
     gen = match(tmp_path, [{"id": f"u{i}", "answer": ""} for i in range(n)])
-    assert (gen.n_unmatched, len(gen.unmatched_keys), gen.unmatched_keys_omitted) == (n, UNMATCHED_KEYS_LIMIT, 7)
+    assert (gen.n_unmatched, len(gen.unmatched_keys), gen.unmatched_keys_omitted) == (
+        n,
+        UNMATCHED_KEYS_LIMIT,
+        7,
+    )
 
 
 def test_unmatched_keys_keep_the_first_ones(tmp_path: Path) -> None:
@@ -378,13 +396,21 @@ def test_keep_gives_predictions_only_for_kept_cases(tmp_path: Path) -> None:
 
 
 def test_prediction_outside_keep_is_counted_apart_not_unmatched(tmp_path: Path) -> None:
-    gen = match(tmp_path, [{"id": "1", "answer": "A"}, {"q": "Who founded Lumen?", "answer": "B"}, {"id": "zz", "answer": ""}],
-                keep={"3"})
+    gen = match(
+        tmp_path,
+        [{"id": "1", "answer": "A"}, {"q": "Who founded Lumen?", "answer": "B"}, {"id": "zz", "answer": ""}],
+        keep={"3"},
+    )
     assert (gen.n_outside_subset, gen.n_unmatched) == (2, 1)
 
 
 def test_duplicates_counted_only_for_kept_cases(tmp_path: Path) -> None:
-    rows = [{"id": "1", "answer": "a"}, {"id": "1", "answer": "b"}, {"id": "2", "answer": "c"}, {"id": "2", "answer": "d"}]
+    rows = [
+        {"id": "1", "answer": "a"},
+        {"id": "1", "answer": "b"},
+        {"id": "2", "answer": "c"},
+        {"id": "2", "answer": "d"},
+    ]
     gen = match(tmp_path, rows, keep={"2"})
     assert (gen.duplicates_dropped, answers(gen)) == (1, {"2": "d"})
 
@@ -403,8 +429,14 @@ FILTER_ROWS = [
 
 
 def _counts(gen: Generation) -> tuple[Any, ...]:
-    return (gen.n_missing, gen.missing_ids, gen.n_unmatched, gen.unmatched_keys, gen.duplicates_dropped,
-            [p.model_dump() for p in gen.predictions])
+    return (
+        gen.n_missing,
+        gen.missing_ids,
+        gen.n_unmatched,
+        gen.unmatched_keys,
+        gen.duplicates_dropped,
+        [p.model_dump() for p in gen.predictions],
+    )
 
 
 def test_filtered_file_scores_like_the_dev_stage(tmp_path: Path) -> None:
@@ -460,9 +492,14 @@ def test_memory_stays_bounded_by_the_eval_set_not_the_file(tmp_path: Path) -> No
     n = 0
     with path.open("w", encoding="utf-8") as f:
         while f.tell() < 60_000_000:
-            f.write(json.dumps({"id": f"c{n % 40}", "answer": answer, "contexts": contexts}, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps({"id": f"c{n % 40}", "answer": answer, "contexts": contexts}, ensure_ascii=False)
+                + "\n"
+            )
             n += 1
-    proc = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(path)], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE, str(path)], capture_output=True, text=True, check=True
+    )
     before_kb, after_kb, n_unmatched, duplicates = map(int, proc.stdout.split())
     assert (n_unmatched, duplicates) == (n - n // 40 * 5 - min(n % 40, 5), n // 40 * 5 + min(n % 40, 5) - 5)
     assert after_kb - before_kb < 40_000, f"peak grew by {(after_kb - before_kb) // 1024} MB on a 60 MB file"
@@ -492,4 +529,7 @@ def test_a_compressed_predictions_file_matches_as_its_content(demo_files, tmp_pa
     packed.write_bytes(gzip.compress(demo_files["good"].read_bytes()))
     es, _ = load_eval_set([demo_files["questions"], demo_files["qaset"]])
     plain, gz = match_prediction_file(demo_files["good"], es.cases), match_prediction_file(packed, es.cases)
-    assert (gz.predictions, gz.provenance["predictions_sha1"]) == (plain.predictions, plain.provenance["predictions_sha1"])
+    assert (gz.predictions, gz.provenance["predictions_sha1"]) == (
+        plain.predictions,
+        plain.provenance["predictions_sha1"],
+    )

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from ragtrack.core.errors import InputError
-from ragtrack.inputs.prompts import load_prompt, render_prompt
 from ragtrack.core.types import ContextChunk, EvalCase
+from ragtrack.inputs.prompts import load_prompt, render_prompt
 
 TEMPLATE = (
-    "你是助手。只输出 JSON，例如 {\"main_topic\": \"...\", \"source_map\": [{\"refs\": []}]}\n"
+    '你是助手。只输出 JSON，例如 {"main_topic": "...", "source_map": [{"refs": []}]}\n'
     "问题：{{question}}\n"
     "资料：\n{{ context }}\n"
 )

@@ -42,8 +42,14 @@ def module_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mlf
 @pytest.fixture(scope="module")
 def ragtrack_score() -> dict:
     """`ragtrack score --json` of the demo's base/v1 answers with both scorers, as the command prints it: {"metrics", "cases"}."""
-    args = ["score", *(f"--eval-set={f}" for f in EVAL_SET), f"--predictions={PREDICTIONS}",
-            "--scorer=eval_json_v2", "--scorer=refusal_citation", "--json"]
+    args = [
+        "score",
+        *(f"--eval-set={f}" for f in EVAL_SET),
+        f"--predictions={PREDICTIONS}",
+        "--scorer=eval_json_v2",
+        "--scorer=refusal_citation",
+        "--json",
+    ]
     proc = run(args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -59,4 +65,6 @@ def git_repo(tmp_path: Path) -> tuple[Path, str]:
     (path / "a.txt").write_text("a\n")
     subprocess.run([*git, "add", "a.txt"], check=True)
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
-    return path, subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    return path, subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()

@@ -31,7 +31,9 @@ def test_provider_is_registered_as_an_mlflow_entry_point():
 def test_importing_the_provider_before_mlflow_registers_it_without_a_warning():
     # importing the provider first used to make MLflow's entry-point load meet it half-imported
     probe = "import ragtrack.mlflow.context"
-    out = subprocess.run([sys.executable, "-W", "default", "-c", probe], env=env(), capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-W", "default", "-c", probe], env=env(), capture_output=True, text=True, timeout=120
+    )
     assert (out.returncode, out.stderr) == (0, "")
 
 
@@ -39,7 +41,11 @@ def test_start_run_gets_ragtrack_version_and_git_state(module_store, git_repo, m
     repo, commit = git_repo
     monkeypatch.chdir(repo)
     monkeypatch.setenv("RAGTRACK_CONTEXT", "1")
-    assert _tags_of_a_plain_run(module_store[0]) == {"ragtrack.version": __version__, "ragtrack.git_commit": commit, "ragtrack.git_dirty": "false"}
+    assert _tags_of_a_plain_run(module_store[0]) == {
+        "ragtrack.version": __version__,
+        "ragtrack.git_commit": commit,
+        "ragtrack.git_dirty": "false",
+    }
 
 
 def test_a_dirty_work_tree_is_tagged_dirty(module_store, git_repo, monkeypatch):

@@ -11,12 +11,17 @@ from ragtrack.inputs.eval_sets import load_eval_set
 from ragtrack.mlflow.evaluator import RagtrackEvaluator
 from tests.mlflow.conftest import EVAL_SET, PREDICTIONS
 
-CONFIG = {"eval_set": [str(f) for f in EVAL_SET], "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
-          "gates": {"G1_precision": ["refusal_citation/precision >= 0.80"]}}
+CONFIG = {
+    "eval_set": [str(f) for f in EVAL_SET],
+    "scorers": {"eval_json_v2": {}, "refusal_citation": {}},
+    "gates": {"G1_precision": ["refusal_citation/precision >= 0.80"]},
+}
 
 
 def _evaluate(data: pd.DataFrame, config: dict = CONFIG):
-    return mlflow.models.evaluate(data=data, model_type="question-answering", evaluators="ragtrack", evaluator_config=config)
+    return mlflow.models.evaluate(
+        data=data, model_type="question-answering", evaluators="ragtrack", evaluator_config=config
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,27 +50,40 @@ def test_run_logs_scorer_versions_and_the_eval_set_version(evaluation):
     client, result = evaluation
     params = client.get_run(result.run_id).data.params
     version = load_eval_set([str(f) for f in EVAL_SET])[0].version
-    got = (params["scorer/eval_json_v2/version"], params["scorer/refusal_citation/version"], params["eval_set_version"])
+    got = (
+        params["scorer/eval_json_v2/version"],
+        params["scorer/refusal_citation/version"],
+        params["eval_set_version"],
+    )
     assert got == ("1", "2", version)
 
 
 def test_run_logs_the_per_case_table(evaluation):
     client, result = evaluation
     run = client.get_run(result.run_id)
-    table = client.load_table(run.info.experiment_id, artifact_file="cases_table.json", run_ids=[result.run_id])
+    table = client.load_table(
+        run.info.experiment_id, artifact_file="cases_table.json", run_ids=[result.run_id]
+    )
     assert (len(table), table["eval_json_v2/score"].notna().sum()) == (52, 44)
 
 
 def test_predictions_names_the_answer_column(module_store):
     answers = pd.read_json(PREDICTIONS, lines=True).head(3).rename(columns={"answer": "response"})
-    result = mlflow.models.evaluate(data=answers, predictions="response", model_type="question-answering",
-                                    evaluators="ragtrack", evaluator_config=CONFIG)
+    result = mlflow.models.evaluate(
+        data=answers,
+        predictions="response",
+        model_type="question-answering",
+        evaluators="ragtrack",
+        evaluator_config=CONFIG,
+    )
     assert (result.metrics["predictions/n_cases"], result.metrics["predictions/n_missing"]) == (52.0, 49.0)
 
 
 def test_bad_answer_row_is_an_input_error_and_the_run_ends_failed(module_store):
     client, exp_id = module_store
-    with pytest.raises(InputError, match=r"^data: row 1: answer: expected the raw model output as a string, got int$"):
+    with pytest.raises(
+        InputError, match=r"^data: row 1: answer: expected the raw model output as a string, got int$"
+    ):
         _evaluate(pd.DataFrame({"id": ["q01", "q02"], "answer": ["fine", 42]}, dtype=object))
     (run,) = client.search_runs([exp_id], filter_string="attributes.status = 'FAILED'")
     assert run.info.status == "FAILED"
@@ -73,9 +91,15 @@ def test_bad_answer_row_is_an_input_error_and_the_run_ends_failed(module_store):
 
 def test_unknown_config_key_is_an_input_error_naming_it():
     with pytest.raises(InputError, match="^evaluator_config: scorer: Extra inputs are not permitted$"):
-        RagtrackEvaluator().evaluate(model_type="question-answering", dataset=None, run_id="r",
-                                     evaluator_config={**CONFIG, "scorer": {}})
+        RagtrackEvaluator().evaluate(
+            model_type="question-answering",
+            dataset=None,
+            run_id="r",
+            evaluator_config={**CONFIG, "scorer": {}},
+        )
 
 
 def test_evaluator_stays_out_of_evaluations_that_name_no_eval_set():
-    assert not RagtrackEvaluator.can_evaluate(model_type="classifier", evaluator_config={"log_model_explainability": False})
+    assert not RagtrackEvaluator.can_evaluate(
+        model_type="classifier", evaluator_config={"log_model_explainability": False}
+    )

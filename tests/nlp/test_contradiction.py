@@ -4,42 +4,82 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrack.nlp.contradiction import added_words, conflict, polarity, quantity_conflict, relation_spans, relations, words
+from ragtrack.nlp.contradiction import (
+    added_words,
+    conflict,
+    polarity,
+    quantity_conflict,
+    relation_spans,
+    relations,
+    words,
+)
 from ragtrack.nlp.facts import facts, provided_keys
 
 
-@pytest.mark.parametrize(("text", "n"), [
-    ("The deposit is not refundable.", 1), ("The deposit is refundable.", 0), ("You can't cancel.", 1),
-    ("押金不予退还", 1), ("押金可以退还", 0), ("无需提前申请", 1), ("非常重要", 0), ("不得超过12米", 0), ("no more than 12 m", 0),
-])
+@pytest.mark.parametrize(
+    ("text", "n"),
+    [
+        ("The deposit is not refundable.", 1),
+        ("The deposit is refundable.", 0),
+        ("You can't cancel.", 1),
+        ("押金不予退还", 1),
+        ("押金可以退还", 0),
+        ("无需提前申请", 1),
+        ("非常重要", 0),
+        ("不得超过12米", 0),
+        ("no more than 12 m", 0),
+    ],
+)
 def test_polarity_counts_negations_not_bounds_or_lexical_items(text, n):
     assert polarity(text) == n
 
 
-@pytest.mark.parametrize(("text", "found"), [
-    ("apply at least 60 days before expiry", {"min", "before"}), ("不得超过12米", {"max"}), ("30日内提出", {"within"}),
-    ("三天后", {"after"}), ("最后一天", set()),
-])
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("apply at least 60 days before expiry", {"min", "before"}),
+        ("不得超过12米", {"max"}),
+        ("30日内提出", {"within"}),
+        ("三天后", {"after"}),
+        ("最后一天", set()),
+    ],
+)
 def test_relations_are_read_as_canonical_operators(text, found):
     assert relations(text) == found
 
 
 def test_a_negated_copy_conflicts():
-    assert conflict("The deposit is not refundable", "The deposit is refundable") == "polarity: more negations in the statement"
+    assert (
+        conflict("The deposit is not refundable", "The deposit is refundable")
+        == "polarity: more negations in the statement"
+    )
 
 
 def test_a_changed_bound_conflicts():
-    assert conflict("claims are made within 30 days after delivery", "claims are made at least 30 days before delivery") \
+    assert (
+        conflict(
+            "claims are made within 30 days after delivery",
+            "claims are made at least 30 days before delivery",
+        )
         == "condition: after where the source says before"
+    )
 
 
 def test_a_paraphrase_is_not_compared_word_by_word():
-    assert conflict("No one had left the heliosphere before Voyager 1", "Voyager 1 was the first to leave the heliosphere") is None
+    assert (
+        conflict(
+            "No one had left the heliosphere before Voyager 1",
+            "Voyager 1 was the first to leave the heliosphere",
+        )
+        is None
+    )
 
 
 def test_an_amount_of_the_family_the_evidence_states_otherwise_conflicts():
     src = "The fee is 20 dollars."
-    assert quantity_conflict(facts("The fee is 30 dollars."), facts(src), provided_keys(src)) == "30usd vs 20usd"
+    assert (
+        quantity_conflict(facts("The fee is 30 dollars."), facts(src), provided_keys(src)) == "30usd vs 20usd"
+    )
 
 
 def test_the_same_amount_in_another_unit_does_not_conflict():
@@ -60,12 +100,17 @@ def test_the_same_operators_in_the_same_places_do_not_contradict() -> None:
 
 
 def test_relation_spans_are_in_written_order() -> None:
-    assert [name for _, _, name in relation_spans("pay within 30 days, at least 2 days before")] == ["within", "min", "before"]
+    assert [name for _, _, name in relation_spans("pay within 30 days, at least 2 days before")] == [
+        "within",
+        "min",
+        "before",
+    ]
 
 
 def test_a_near_copy_that_changes_a_party_conflicts():
     assert conflict("the tenant must repair the boiler", "the landlord must repair the boiler") == (
-        "wording: tenant where the source says landlord")
+        "wording: tenant where the source says landlord"
+    )
 
 
 def test_a_chinese_near_copy_that_changes_an_office_conflicts():
@@ -79,11 +124,17 @@ def test_a_near_copy_that_only_drops_a_word_does_not_conflict():
 
 
 def test_a_paraphrase_keeps_its_changed_words():
-    assert conflict("a week is what the landlord has to fix the boiler", "the landlord must repair the boiler") is None
+    assert (
+        conflict("a week is what the landlord has to fix the boiler", "the landlord must repair the boiler")
+        is None
+    )
 
 
 def test_a_word_inside_another_is_no_change():
-    assert conflict("同一用人单位与同一劳动者只能约定一次试用期", "同一单位和同一劳动者之间只能约定一次试用期") is None
+    assert (
+        conflict("同一用人单位与同一劳动者只能约定一次试用期", "同一单位和同一劳动者之间只能约定一次试用期")
+        is None
+    )
 
 
 def test_a_near_copy_that_adds_a_word_no_source_has_names_it():

@@ -70,10 +70,14 @@ def test_jieba_caches_under_the_ragtrack_cache_dir_and_logs_nothing(tmp_path: Pa
     env = {**os.environ, "RAGTRACK_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
     (tmp_path / "tmp").mkdir()
     code = "from ragtrack.nlp.entities import extract; print(len(extract('财政部发布公告')))"
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert (proc.returncode, proc.stdout.strip(), proc.stderr) == (0, "1", "")
     assert [p.name for p in (tmp_path / "cache" / "jieba").iterdir()] == ["jieba.cache"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tmp"] and not any((tmp_path / "tmp").iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tmp"] and not any(
+        (tmp_path / "tmp").iterdir()
+    )
 
 
 def _llm_name(name: str) -> Entity:
@@ -81,7 +85,10 @@ def _llm_name(name: str) -> Entity:
     return Entity(text=name, key=norm(name).strip('《》"'), kind="name", parts=extract(name))
 
 
-@pytest.mark.parametrize(("name", "text"), [("第十九条", "根据第19条规定"), ("《劳动合同法》第十九条", "《劳动合同法》规定，见第19条")])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("第十九条", "根据第19条规定"), ("《劳动合同法》第十九条", "《劳动合同法》规定，见第19条")],
+)
 def test_a_name_from_elsewhere_occurs_when_each_entity_in_it_does(name: str, text: str) -> None:
     assert occurs(_llm_name(name), text)
 
@@ -95,7 +102,15 @@ def test_a_name_from_elsewhere_does_not_occur_when_one_entity_in_it_is_missing()
 
 def test_focus_drops_the_names_a_question_is_about() -> None:
     assert focus("How long may the Heritage Export Licensing Office keep a licence open?").split() == [
-        "How", "long", "may", "the", "keep", "a", "licence", "open?"]
+        "How",
+        "long",
+        "may",
+        "the",
+        "keep",
+        "a",
+        "licence",
+        "open?",
+    ]
 
 
 def test_focus_drops_a_chinese_title_whole() -> None:

@@ -48,12 +48,15 @@ SAME = [
 ]
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("more than 22.5 g of sugars per 100 g", "more than 22.5% sugars"),
-    ("112.5 g per litre", "11.25 g of sugars per 100 ml"),
-    ("每100毫升含糖11.25克", "112.5 g per litre"),
-    ("$5 a month", "60 dollars per year"),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("more than 22.5 g of sugars per 100 g", "more than 22.5% sugars"),
+        ("112.5 g per litre", "11.25 g of sugars per 100 ml"),
+        ("每100毫升含糖11.25克", "112.5 g per litre"),
+        ("$5 a month", "60 dollars per year"),
+    ],
+)
 def test_a_rate_agrees_with_the_same_rate_written_another_way(a: str, b: str) -> None:
     assert missing_fact(facts(a), norm(b), provided_keys(b)) is None
 
@@ -94,18 +97,43 @@ def test_other_kinds(text: str, tokens: list[str]) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["one of the best", "一个重要原因", "统一管理", "千万不要", "十分重要", "哪一年", "MiniLM-L6", "3D printing", "the tenant", "someone"],
+    [
+        "one of the best",
+        "一个重要原因",
+        "统一管理",
+        "千万不要",
+        "十分重要",
+        "哪一年",
+        "MiniLM-L6",
+        "3D printing",
+        "the tenant",
+        "someone",
+    ],
 )
 def test_words_that_are_usually_not_numbers_give_no_fact(text: str) -> None:
     assert fact_tokens(text) == []
 
 
-@pytest.mark.parametrize(("text", "value"), [("七", 7), ("十二", 12), ("两", 2), ("三千零五", 3005), ("一百二十", 120), ("三万", 30000), ("二〇二三", 2023)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("七", 7),
+        ("十二", 12),
+        ("两", 2),
+        ("三千零五", 3005),
+        ("一百二十", 120),
+        ("三万", 30000),
+        ("二〇二三", 2023),
+    ],
+)
 def test_chinese_numerals(text: str, value: int) -> None:
     assert cn_number(text) == value
 
 
-@pytest.mark.parametrize(("words", "value"), [("twenty", 20), ("twenty five", 25), ("one hundred and five", 105), ("three thousand", 3000)])
+@pytest.mark.parametrize(
+    ("words", "value"),
+    [("twenty", 20), ("twenty five", 25), ("one hundred and five", 105), ("three thousand", 3000)],
+)
 def test_english_number_words(words: str, value: int) -> None:
     assert words_number(words.split()) == value
 
@@ -127,7 +155,9 @@ def test_a_bare_number_agrees_with_the_same_number_with_a_unit() -> None:
 
 
 def test_a_range_agrees_with_its_two_ends() -> None:
-    assert _missing("Scores from 500 to 579 need 10%.", "Scores between 500 and 579 need at least 10%.") is None
+    assert (
+        _missing("Scores from 500 to 579 need 10%.", "Scores between 500 and 579 need at least 10%.") is None
+    )
 
 
 def test_a_date_provides_its_year() -> None:

@@ -37,4 +37,6 @@ def test_coverage_is_the_share_of_the_first_sets_tokens() -> None:
 
 
 def test_a_citations_list_is_not_a_statement() -> None:
-    assert split_statements("Refunds take 7 days.\ncitations: [policies/refund.md#2, faq#1]") == ["Refunds take 7 days"]
+    assert split_statements("Refunds take 7 days.\ncitations: [policies/refund.md#2, faq#1]") == [
+        "Refunds take 7 days"
+    ]

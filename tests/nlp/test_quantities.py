@@ -9,21 +9,27 @@ import pytest
 from ragtrack.nlp.quantities import value_key
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ((3, "天"), (72, "hours")),
-    (("8.7", "cm"), (87, "millimetres")),
-    ((3, "‰"), ("0.3", "%")),
-    ((2, "周"), (14, "days")),
-    ((1, "year"), (12, "months")),
-    (("1.2", "米"), (120, "厘米")),
-    ((2, "tonnes"), (2000, "kg")),
-    ((100, "美元"), (100, "dollars")),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ((3, "天"), (72, "hours")),
+        (("8.7", "cm"), (87, "millimetres")),
+        ((3, "‰"), ("0.3", "%")),
+        ((2, "周"), (14, "days")),
+        ((1, "year"), (12, "months")),
+        (("1.2", "米"), (120, "厘米")),
+        ((2, "tonnes"), (2000, "kg")),
+        ((100, "美元"), (100, "dollars")),
+    ],
+)
 def test_one_amount_in_two_units_has_one_value_key(a, b):
     assert value_key(Decimal(str(a[0])), a[1]) == value_key(Decimal(str(b[0])), b[1]) is not None
 
 
-@pytest.mark.parametrize(("a", "b"), [((3, "business days"), (3, "days")), ((100, "美元"), (100, "元")), ((3, "days"), (3, "weeks"))])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [((3, "business days"), (3, "days")), ((100, "美元"), (100, "元")), ((3, "days"), (3, "weeks"))],
+)
 def test_different_amounts_or_families_differ(a, b):
     assert value_key(Decimal(str(a[0])), a[1]) != value_key(Decimal(str(b[0])), b[1])
 

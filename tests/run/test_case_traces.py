@@ -24,8 +24,12 @@ def test_one_trace_per_case_in_case_order(traces):
 def test_every_computed_column_is_one_assessment(traces):
     by_id, result = traces
     expected = {
-        k for out in result.outputs for cs in out.cases if cs.case_id == "a1"
-        for k, v in cs.values.items() if v not in (None, "") and not k.endswith("/error")
+        k
+        for out in result.outputs
+        for cs in out.cases
+        if cs.case_id == "a1"
+        for k, v in cs.values.items()
+        if v not in (None, "") and not k.endswith("/error")
     }
     assert {a.name for a in by_id["a1"].assessments} == expected
 
@@ -40,7 +44,8 @@ def test_a_scorer_that_does_not_apply_to_a_case_says_why_in_every_column(traces)
     by_id, _ = traces
     skipped = [a for a in by_id["u1"].assessments if a.name.startswith("eval_json_v2/")]
     assert skipped and {(a.value, a.rationale) for a in skipped} == {
-        (None, "not scored: eval_json_v2 scores question_v2 cases (with `expected`), and this case has none")}
+        (None, "not scored: eval_json_v2 scores question_v2 cases (with `expected`), and this case has none")
+    }
 
 
 def test_an_empty_text_column_is_no_assessment(traces):

@@ -38,7 +38,9 @@ def test_changed_scorer_parameter_changes_the_key(demo_files):
 
 def test_where_the_run_is_logged_is_not_in_the_key(demo_files):
     a = make_config(demo_files)
-    b = make_config(demo_files, tracking={"uri": "sqlite:////elsewhere/mlflow.db", "experiment": "other", "force": True})
+    b = make_config(
+        demo_files, tracking={"uri": "sqlite:////elsewhere/mlflow.db", "experiment": "other", "force": True}
+    )
     assert job_key(prepare(a)) == job_key(prepare(b))
 
 

@@ -11,7 +11,10 @@ from tests.conftest import make_config, write_jsonl
 
 def test_title_names_the_base_model_when_there_is_no_adapter(demo_files):
     result = run(make_config(demo_files, adapter={"name": "base", "id": "none"}))
-    assert render_report(result).splitlines()[0] == "# ragtrack report: Qwen/Qwen2.5-7B-Instruct (no adapter) · prompt v1 · full"
+    assert (
+        render_report(result).splitlines()[0]
+        == "# ragtrack report: Qwen/Qwen2.5-7B-Instruct (no adapter) · prompt v1 · full"
+    )
 
 
 def test_missing_and_unmatched_predictions_are_listed_by_id(demo_files):
@@ -37,7 +40,9 @@ def test_reason_lists_subscores_by_points_lost(demo_files):
 
 
 def _table(n: int) -> str:
-    return "\n".join(["## s", "", "| id | x |", "|---|---|", *(f"| c{i} | {i} |" for i in range(n)), "", "after"])
+    return "\n".join(
+        ["## s", "", "| id | x |", "|---|---|", *(f"| c{i} | {i} |" for i in range(n)), "", "after"]
+    )
 
 
 def test_a_long_per_case_table_is_cut_saying_how_many_rows_are_not_shown():
@@ -45,7 +50,10 @@ def test_a_long_per_case_table_is_cut_saying_how_many_rows_are_not_shown():
 
     lines = capped_tables(_table(12), limit=10).splitlines()
     assert lines[4:14] == [f"| c{i} | {i} |" for i in range(10)]
-    assert "… and 2 more rows, not shown here: every case's row is in `cases.parquet`." in lines and lines[-1] == "after"
+    assert (
+        "… and 2 more rows, not shown here: every case's row is in `cases.parquet`." in lines
+        and lines[-1] == "after"
+    )
 
 
 def test_a_table_within_the_limit_is_unchanged():

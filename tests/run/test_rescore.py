@@ -42,13 +42,22 @@ def test_rescore_without_overrides_equals_its_source_and_is_linked_to_it(demo_st
 def test_a_scorer_override_changes_only_what_it_scores_and_compare_shows_it(demo_store, source, capsys):
     new = _rescore(capsys, demo_store, source.info.run_id, "scorers.eval_json_v2.min_evidence_chars=400")
     assert new.data.params["scorer/eval_json_v2/min_evidence_chars"] == "400"
-    assert new.data.metrics["eval_json_v2/original_evidence"] < source.data.metrics["eval_json_v2/original_evidence"]
+    assert (
+        new.data.metrics["eval_json_v2/original_evidence"]
+        < source.data.metrics["eval_json_v2/original_evidence"]
+    )
     assert new.data.metrics["refusal_citation/precision"] == source.data.metrics["refusal_citation/precision"]
     capsys.readouterr()
-    assert main(["compare", source.info.run_id, new.info.run_id, "--json", "--tracking-uri", demo_store.uri]) == 0
+    assert (
+        main(["compare", source.info.run_id, new.info.run_id, "--json", "--tracking-uri", demo_store.uri])
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     verdicts = {m["metric"]: m["verdict"] for m in doc["metrics"]}
-    assert verdicts["eval_json_v2/original_evidence"] == "worse" and verdicts["refusal_citation/precision"] == "no significant difference"
+    assert (
+        verdicts["eval_json_v2/original_evidence"] == "worse"
+        and verdicts["refusal_citation/precision"] == "no significant difference"
+    )
     assert {"name": "scorer/eval_json_v2/min_evidence_chars", "a": "40", "b": "400"} in doc["stamps"]
 
 
@@ -59,7 +68,9 @@ def test_selecting_scorers_scores_with_those_only(demo_store, source, capsys):
 
 
 def test_a_rescored_run_passes_its_own_audit(demo_store, source, capsys):
-    new = _rescore(capsys, demo_store, source.info.run_id, "scorers.refusal_citation.refusal_token=i cannot answer")
+    new = _rescore(
+        capsys, demo_store, source.info.run_id, "scorers.refusal_citation.refusal_token=i cannot answer"
+    )
     assert main(["audit", new.info.run_id, "--tracking-uri", demo_store.uri]) == 0
 
 
@@ -90,12 +101,20 @@ def test_an_override_outside_the_scoring_is_one_line_and_no_run(demo_store, sour
 # ------------------------------------------------------------------ overrides on a logged config
 
 
-LOGGED = {"scorers": {"eval_json_v2": {"jaccard_threshold": 0.72}, "refusal_citation": None}, "gates": {"G": ["x >= 1"]}}
+LOGGED = {
+    "scorers": {"eval_json_v2": {"jaccard_threshold": 0.72}, "refusal_citation": None},
+    "gates": {"G": ["x >= 1"]},
+}
 
 
 def test_a_parameter_override_is_typed_as_yaml():
-    out = apply_overrides(LOGGED, ["scorers.eval_json_v2.jaccard_threshold=0.8", "scorers.refusal_citation.refusal_token=n/a"])
-    assert out["scorers"] == {"eval_json_v2": {"jaccard_threshold": 0.8}, "refusal_citation": {"refusal_token": "n/a"}}
+    out = apply_overrides(
+        LOGGED, ["scorers.eval_json_v2.jaccard_threshold=0.8", "scorers.refusal_citation.refusal_token=n/a"]
+    )
+    assert out["scorers"] == {
+        "eval_json_v2": {"jaccard_threshold": 0.8},
+        "refusal_citation": {"refusal_token": "n/a"},
+    }
 
 
 def test_selecting_scorers_keeps_their_logged_parameters():

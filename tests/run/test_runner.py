@@ -17,7 +17,11 @@ def test_perfect_predictions_score_100(demo_files):
 
 def test_manifest_carries_every_version_stamp(demo_files):
     m = run(make_config(demo_files)).manifest
-    assert (m.model_id, m.adapter_id, m.prompt_version) == ("Qwen/Qwen2.5-7B-Instruct", "lumen/lora-a@v1", "v1")
+    assert (m.model_id, m.adapter_id, m.prompt_version) == (
+        "Qwen/Qwen2.5-7B-Instruct",
+        "lumen/lora-a@v1",
+        "v1",
+    )
     assert m.prompt_sha256 == sha256_file(demo_files["prompt"])
     assert m.index_version == f"chunks@{sha1_file(demo_files['chunks'])}"
     assert m.eval_set_version == (
@@ -49,7 +53,10 @@ def test_same_inputs_give_identical_results(demo_files):
 def test_dev_subset_records_its_draw(demo_files):
     cfg = make_config(demo_files, stages={"enabled": True, "dev_n": 2, "dev_seed": 3})
     result = run(cfg, dev_subset=True)
-    assert result.manifest.subset.ids == [c.id for c in result.eval_set.cases] and len(result.eval_set.cases) == 2
+    assert (
+        result.manifest.subset.ids == [c.id for c in result.eval_set.cases]
+        and len(result.eval_set.cases) == 2
+    )
 
 
 def test_staged_job_stops_after_failed_dev_gate(demo_files):
@@ -80,5 +87,7 @@ def test_unknown_scorer_param_fails_before_loading(demo_files):
 
 def test_dev_subset_larger_than_eval_set_names_stages_dev_n(demo_files):
     cfg = make_config(demo_files, stages={"enabled": True, "dev_n": 100})
-    with pytest.raises(InputError, match=r"stages\.dev_n: subset size n=100 must be between 1 and the 3 cases"):
+    with pytest.raises(
+        InputError, match=r"stages\.dev_n: subset size n=100 must be between 1 and the 3 cases"
+    ):
         run_job(cfg)

@@ -29,11 +29,18 @@ def test_a_server_the_config_names_is_refused_with_the_option_that_settles_it():
 def test_the_callers_server_replaces_the_configs_with_a_note():
     out = settle(_judge(), "scorers", Caller(llm_base_url="http://mine/v1"), where="c")
     assert out.config["scorers"]["rubric_judge"]["base_url"] == "http://mine/v1"
-    assert out.notes == [f"scorers.rubric_judge.base_url: the run's '{EVIL}' replaced by yours (--llm-base-url)"]
+    assert out.notes == [
+        f"scorers.rubric_judge.base_url: the run's '{EVIL}' replaced by yours (--llm-base-url)"
+    ]
 
 
 def test_the_configs_key_variable_is_never_read():
-    out = settle(_judge(api_key_env="AWS_SECRET_ACCESS_KEY"), "scorers", Caller(llm_base_url="http://mine/v1"), where="c")
+    out = settle(
+        _judge(api_key_env="AWS_SECRET_ACCESS_KEY"),
+        "scorers",
+        Caller(llm_base_url="http://mine/v1"),
+        where="c",
+    )
     assert out.config["scorers"]["rubric_judge"]["api_key_env"] is None
     assert "scorers.rubric_judge.api_key_env: the run's 'AWS_SECRET_ACCESS_KEY' not used; no key" in out.notes
 
@@ -45,13 +52,19 @@ def test_a_default_key_variable_is_not_read_either():
 
 def test_the_callers_key_variable_is_used():
     caller = Caller(llm_base_url="http://mine/v1", llm_api_key_env="MY_KEY")
-    assert settle(_judge(), "scorers", caller, where="c").config["scorers"]["rubric_judge"]["api_key_env"] == "MY_KEY"
+    assert (
+        settle(_judge(), "scorers", caller, where="c").config["scorers"]["rubric_judge"]["api_key_env"]
+        == "MY_KEY"
+    )
 
 
 def test_the_configs_cache_folder_is_replaced_by_the_callers_default():
     out = settle(_judge(cache_dir="/elsewhere"), "scorers", Caller(llm_base_url="http://mine/v1"), where="c")
     assert out.config["scorers"]["rubric_judge"]["cache_dir"] is None
-    assert "scorers.rubric_judge.cache_dir: the run's '/elsewhere' not used; your own default cache folder" in out.notes
+    assert (
+        "scorers.rubric_judge.cache_dir: the run's '/elsewhere' not used; your own default cache folder"
+        in out.notes
+    )
 
 
 def test_a_file_the_config_names_is_refused():
@@ -62,11 +75,16 @@ def test_a_file_the_config_names_is_refused():
 def test_a_file_the_caller_sets_is_used():
     caller = Caller(llm_base_url="http://mine/v1", overrides=["scorers.rubric_judge.prompt_path=/mine.md"])
     config = apply_overrides(_judge(prompt_path="/etc/passwd"), caller.overrides)
-    assert settle(config, "scorers", caller, where="c").config["scorers"]["rubric_judge"]["prompt_path"] == "/mine.md"
+    assert (
+        settle(config, "scorers", caller, where="c").config["scorers"]["rubric_judge"]["prompt_path"]
+        == "/mine.md"
+    )
 
 
 def test_a_nested_llm_block_is_walked():
-    config = {"scorers": {"rag": {"backend": "llm", "llm": {"base_url": EVIL, "model": "m", "prompt_dir": "/p"}}}}
+    config = {
+        "scorers": {"rag": {"backend": "llm", "llm": {"base_url": EVIL, "model": "m", "prompt_dir": "/p"}}}
+    }
     keys, _ = _refused(config)
     assert keys == {"scorers.rag.llm.base_url", "scorers.rag.llm.prompt_dir"}
 
@@ -98,4 +116,6 @@ def test_reach_keys_lists_the_settable_keys_of_the_configs_scorers():
 
 def test_overrides_outside_only_are_refused_naming_them():
     with pytest.raises(InputError, match="scorers.rag.support_threshold"):
-        apply_overrides({"scorers": {"rag": None}}, ["scorers.rag.support_threshold=0.1"], only={"scorers.rag.model"})
+        apply_overrides(
+            {"scorers": {"rag": None}}, ["scorers.rag.support_threshold=0.1"], only={"scorers.rag.model"}
+        )

@@ -5,16 +5,24 @@ from __future__ import annotations
 import pytest
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import AnswerExample, EvalCase, EvalFile, EvalSet, ExpectedV2, Gold
 from ragtrack.scorers import build_scorer
 from ragtrack.scorers.base import check_applicable
-from ragtrack.core.types import AnswerExample, EvalCase, EvalFile, EvalSet, ExpectedV2, Gold
 
-EXAMPLE = AnswerExample(target_audience="a", main_topic="b", sub_topic="c", detailed_description=[],
-                        original_evidence="e", predicted_questions=[])
+EXAMPLE = AnswerExample(
+    target_audience="a",
+    main_topic="b",
+    sub_topic="c",
+    detailed_description=[],
+    original_evidence="e",
+    predicted_questions=[],
+)
 
 
 def eval_set(*cases: EvalCase) -> EvalSet:
-    files = [EvalFile(path="data/qaset.json", stem="qaset", format="qaset", sha1="0" * 40, n_items=len(cases))]
+    files = [
+        EvalFile(path="data/qaset.json", stem="qaset", format="qaset", sha1="0" * 40, n_items=len(cases))
+    ]
     return EvalSet(name="t", files=files, cases=list(cases))
 
 
@@ -27,8 +35,10 @@ def test_builtin_scorers_name_the_section_they_read(name: str, section: str) -> 
 
 
 def test_scorer_with_its_section_on_some_case_applies() -> None:
-    es = eval_set(EvalCase(id="1", question="Q?", gold=Gold(answerable=True)),
-                  EvalCase(id="2", question="Q2?", expected=ExpectedV2(answer_example=EXAMPLE)))
+    es = eval_set(
+        EvalCase(id="1", question="Q?", gold=Gold(answerable=True)),
+        EvalCase(id="2", question="Q2?", expected=ExpectedV2(answer_example=EXAMPLE)),
+    )
     check_applicable([build_scorer("eval_json_v2"), build_scorer("refusal_citation")], es)
 
 

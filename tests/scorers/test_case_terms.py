@@ -37,9 +37,20 @@ def test_terms_give_the_logged_metrics_exactly(scored, scorer):
 def test_every_rate_of_refusal_citation_has_terms_and_refusal_rates_are_lower_better(scored):
     _, columns = scored
     terms = {t.metric: t for t in get_scorer_class("refusal_citation").case_terms(columns)}
-    rates = ["precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "claim_containment_cjk", "compliance"]
+    rates = [
+        "precision",
+        "over_refusal",
+        "under_refusal",
+        "citation_hit_rate",
+        "claim_containment",
+        "claim_containment_cjk",
+        "compliance",
+    ]
     assert sorted(terms) == sorted(f"refusal_citation/{r}" for r in rates)
-    assert [m for m, t in terms.items() if not t.higher_is_better] == ["refusal_citation/over_refusal", "refusal_citation/under_refusal"]
+    assert [m for m, t in terms.items() if not t.higher_is_better] == [
+        "refusal_citation/over_refusal",
+        "refusal_citation/under_refusal",
+    ]
 
 
 def test_a_terms_numerator_counts_only_cases_in_its_denominator(scored):

@@ -10,10 +10,10 @@ import pytest
 from rapidfuzz import fuzz
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
+from ragtrack.nlp.text import norm
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.earag import level_of
-from ragtrack.nlp.text import norm
-from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 
 Q = "What does FHA require?"
@@ -21,8 +21,15 @@ A = "FHA requires 3.5% down, says the Federal Reserve Board."
 CTX = "FHA loans require 3.5% down."
 
 
-def score(question: str, answer: str, contexts: tuple[str, ...], *, graph: list[str] | None = None,
-          encoder: FakeEncoder | None = None, **params: Any) -> dict[str, Any]:
+def score(
+    question: str,
+    answer: str,
+    contexts: tuple[str, ...],
+    *,
+    graph: list[str] | None = None,
+    encoder: FakeEncoder | None = None,
+    **params: Any,
+) -> dict[str, Any]:
     scorer = build_scorer("earag", params)
     if encoder is not None:
         scorer.use_encoder(encoder)
@@ -45,8 +52,19 @@ def rag_support() -> float:
 def test_every_dimension_by_hand() -> None:
     # answer entities 3.5%, FHA, Federal Reserve Board: the last is not in the context -> unmatched 1/3;
     # rag faithfulness: one statement, supported (4 of its 8 content tokens in the context sentence, 3.5% agrees)
-    v = score(Q, A, (CTX,), encoder=fake(), thresholds={"entity_coverage": 0.8, "faithfulness": 0.7, "relevancy": 0.7,
-                                                       "sufficiency": 0.8, "hallucination": 0.25})
+    v = score(
+        Q,
+        A,
+        (CTX,),
+        encoder=fake(),
+        thresholds={
+            "entity_coverage": 0.8,
+            "faithfulness": 0.7,
+            "relevancy": 0.7,
+            "sufficiency": 0.8,
+            "hallucination": 0.25,
+        },
+    )
     s = rag_support()
     faith = s - 0.1 / 3
     halluc = (1 - faith) + 0.5 / 3
@@ -58,13 +76,17 @@ def test_every_dimension_by_hand() -> None:
     assert 0.6 <= overall < 0.7 and v["level"] == "一般"
     assert v["issues"] == "unverified_entities,faithfulness_low,relevancy_low,hallucination_high"
     assert json.loads(v["unverified_entities"]) == ["Federal Reserve Board"]
-    assert v["diagnosis"].startswith("包含未验证实体: ['Federal Reserve Board']；事实忠实度不足；答案与问题相关性较低；检测到潜在幻觉；"
-                                     f"答案质量: 一般 (评分: {overall:.2f}) - 建议重新生成答案")
+    assert v["diagnosis"].startswith(
+        "包含未验证实体: ['Federal Reserve Board']；事实忠实度不足；答案与问题相关性较低；检测到潜在幻觉；"
+        f"答案质量: 一般 (评分: {overall:.2f}) - 建议重新生成答案"
+    )
 
 
 def test_graph_entities_are_the_known_set_when_given() -> None:
     v = score(Q, A, (CTX,), graph=["FHA", "Federal Reserve Board", "3.5%"], encoder=fake())
-    assert (v["unmatched_ratio"], v["faithfulness"], v["hallucination"]) == pytest.approx((0.0, rag_support(), 1 - rag_support()))
+    assert (v["unmatched_ratio"], v["faithfulness"], v["hallucination"]) == pytest.approx(
+        (0.0, rag_support(), 1 - rag_support())
+    )
 
 
 def test_a_question_without_entities_is_fully_covered() -> None:
@@ -79,7 +101,10 @@ def test_without_contexts_faithfulness_sufficiency_hallucination_and_overall_are
     assert v["not_computed"] == "sufficiency, faithfulness, hallucination, overall: no retrieved contexts"
 
 
-@pytest.mark.parametrize(("overall", "level"), [(0.85, "优秀"), (0.8, "优秀"), (0.7999, "良好"), (0.7, "良好"), (0.6, "一般"), (0.59, "较差")])
+@pytest.mark.parametrize(
+    ("overall", "level"),
+    [(0.85, "优秀"), (0.8, "优秀"), (0.7999, "良好"), (0.7, "良好"), (0.6, "一般"), (0.59, "较差")],
+)
 def test_levels(overall: float, level: str) -> None:
     assert level_of(overall, {"优秀": 0.8, "良好": 0.7, "一般": 0.6}, "较差") == level
 
@@ -93,14 +118,29 @@ def test_weights_must_name_every_dimension() -> None:
 # ------------------------------------------------------------------ seed 003's test scenarios (real MiniLM)
 
 SCENARIOS = {
-    "good": ("中小企业税收优惠政策有哪些？", "中小企业享受所得税减免、增值税优惠等政策支持",
-             "财政部、国家税务总局发布公告，中小企业可享受所得税减免、增值税优惠等税收优惠政策支持。"),
-    "missing_entities": ("华侨投资审批流程是什么？", "需要提交相关材料进行审批",
-                         "华侨投资企业的审批流程：投资者向商务主管部门提交申请材料，审批机关在二十日内作出决定。"),
-    "hallucination": ("企业注册资本要求", "注册资本最低100万元，需要验资报告",
-                      "《公司法》规定，有限责任公司的注册资本为在公司登记机关登记的全体股东认缴的出资额。"),
+    "good": (
+        "中小企业税收优惠政策有哪些？",
+        "中小企业享受所得税减免、增值税优惠等政策支持",
+        "财政部、国家税务总局发布公告，中小企业可享受所得税减免、增值税优惠等税收优惠政策支持。",
+    ),
+    "missing_entities": (
+        "华侨投资审批流程是什么？",
+        "需要提交相关材料进行审批",
+        "华侨投资企业的审批流程：投资者向商务主管部门提交申请材料，审批机关在二十日内作出决定。",
+    ),
+    "hallucination": (
+        "企业注册资本要求",
+        "注册资本最低100万元，需要验资报告",
+        "《公司法》规定，有限责任公司的注册资本为在公司登记机关登记的全体股东认缴的出资额。",
+    ),
 }
-PROBLEMS = {"entity_coverage_low", "unverified_entities", "faithfulness_low", "context_insufficient", "hallucination_high"}
+PROBLEMS = {
+    "entity_coverage_low",
+    "unverified_entities",
+    "faithfulness_low",
+    "context_insufficient",
+    "hallucination_high",
+}
 
 
 def _issues(name: str) -> set[str]:

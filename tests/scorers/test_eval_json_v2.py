@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, ScorerOutput
 from ragtrack.scorers.base import Batch
 from ragtrack.scorers.eval_json_v2 import SUBSCORES, EvalJsonV2Scorer, parse_answer
-from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, ScorerOutput
 
 N = "eval_json_v2"
 
@@ -72,13 +72,19 @@ def case(cid: str = "c1", **exp_overrides: Any) -> EvalCase:
     )
 
 
-def pred(answer: str | dict[str, Any], cid: str = "c1", contexts: list[ContextChunk] | None = None) -> Prediction:
+def pred(
+    answer: str | dict[str, Any], cid: str = "c1", contexts: list[ContextChunk] | None = None
+) -> Prediction:
     text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-    return Prediction(case_id=cid, answer=text, contexts=CONTEXTS if contexts is None else contexts, missing=False)
+    return Prediction(
+        case_id=cid, answer=text, contexts=CONTEXTS if contexts is None else contexts, missing=False
+    )
 
 
 def run(pairs: list[tuple[EvalCase, Prediction]], **params: Any) -> ScorerOutput:
-    return EvalJsonV2Scorer(**params).score(Batch(cases=[c for c, _ in pairs], predictions=[p for _, p in pairs]))
+    return EvalJsonV2Scorer(**params).score(
+        Batch(cases=[c for c, _ in pairs], predictions=[p for _, p in pairs])
+    )
 
 
 def values(
@@ -310,7 +316,11 @@ def test_schema_source_map_items_of_any_type_allowed() -> None:
 
 def test_schema_lists_longer_than_prompt_limits_still_ok() -> None:
     # 9 descriptions (> 8) and 6 questions (> 5).
-    v = values(perfect(detailed_description=[f"d{i}" for i in range(9)], predicted_questions=[f"q{i}" for i in range(6)]))
+    v = values(
+        perfect(
+            detailed_description=[f"d{i}" for i in range(9)], predicted_questions=[f"q{i}" for i in range(6)]
+        )
+    )
     assert v["schema_ok"] is True
 
 
@@ -390,7 +400,14 @@ def test_list_f1_partial_precision() -> None:
 
 def test_list_f1_fuzzy_items_match() -> None:
     # Items equal after norm (case, spaces, full width) match.
-    v = values(perfect(detailed_description=["REFUNDS ARRIVE WITHIN ７ BUSINESS DAYS", "money returns to the original payment account"]))
+    v = values(
+        perfect(
+            detailed_description=[
+                "REFUNDS ARRIVE WITHIN ７ BUSINESS DAYS",
+                "money returns to the original payment account",
+            ]
+        )
+    )
     assert v["detailed_description_f1"] == 1.0
 
 
@@ -474,7 +491,9 @@ def test_evidence_identical_is_one() -> None:
 def test_evidence_fewer_than_8_keywords_can_reach_full_score() -> None:
     # Decision: keywords refunds take seven business days (5); all hit -> min(1, 5/min(8, 5)) = 1;
     # L = 33 + 36 = 69 >= 40 -> 1. (The seed's hit/8 would give 5/8.)
-    assert evidence("Refunds take seven business days.", "Refunds take seven business days." + LONG_PAD) == 1.0
+    assert (
+        evidence("Refunds take seven business days.", "Refunds take seven business days." + LONG_PAD) == 1.0
+    )
 
 
 def test_evidence_fewer_than_8_keywords_partial_hits() -> None:
@@ -580,7 +599,9 @@ def test_grounding_unknown_file_not_ok() -> None:
 
 def test_grounding_missing_or_non_string_file_not_ok() -> None:
     # Both refs count in the total; neither is ok -> 0/2.
-    assert grounding([{"refs": [{"anchors": ["7个工作日"]}, {"file": None, "anchors": ["7个工作日"]}]}]) == 0.0
+    assert (
+        grounding([{"refs": [{"anchors": ["7个工作日"]}, {"file": None, "anchors": ["7个工作日"]}]}]) == 0.0
+    )
 
 
 def test_grounding_anchor_not_in_context_not_ok() -> None:
@@ -656,7 +677,16 @@ def test_grounding_non_dict_ref_counts_in_total_but_not_ok() -> None:
 
 def test_grounding_entry_without_list_refs_is_skipped() -> None:
     # Only the first entry has a list of refs: 1/1.
-    sm = [{"refs": [GOOD_REF]}, {"refs": GOOD_REF}, {"refs": None}, {"file": REFUND}, "x", 5, None, [GOOD_REF]]
+    sm = [
+        {"refs": [GOOD_REF]},
+        {"refs": GOOD_REF},
+        {"refs": None},
+        {"file": REFUND},
+        "x",
+        5,
+        None,
+        [GOOD_REF],
+    ]
     assert grounding(sm) == 1.0
 
 
@@ -753,14 +783,18 @@ def test_aggregates_schema_failures_count_as_zero() -> None:
 
 def test_aggregates_repeating_fraction() -> None:
     # (100 + 0 + 0)/3 = 33.33…; schema_pass_rate 1/3.
-    out = run([(case("c1"), pred(perfect(), "c1")), (case("c2"), pred("[]", "c2")), (case("c3"), pred("x", "c3"))])
+    out = run(
+        [(case("c1"), pred(perfect(), "c1")), (case("c2"), pred("[]", "c2")), (case("c3"), pred("x", "c3"))]
+    )
     assert out.metrics[f"{N}/eval_score_avg"] == pytest.approx(100 / 3)
     assert out.metrics[f"{N}/schema_pass_rate"] == pytest.approx(1 / 3)
 
 
 def test_aggregate_names_per_spec() -> None:
     out = run([(case(), pred(perfect()))])
-    expected = {f"{N}/eval_score_avg", f"{N}/schema_pass_rate", f"{N}/n_cases"} | {f"{N}/{k}" for k in SUBSCORES}
+    expected = {f"{N}/eval_score_avg", f"{N}/schema_pass_rate", f"{N}/n_cases"} | {
+        f"{N}/{k}" for k in SUBSCORES
+    }
     assert set(out.metrics) == expected
 
 
@@ -788,7 +822,12 @@ def test_empty_batch_has_nan_means_and_zero_cases() -> None:
 def test_scoring_is_deterministic() -> None:
     pairs = [
         (case("c1"), pred(perfect(), "c1")),
-        (case("c2"), pred(perfect(detailed_description=[D1, *junk(5)], source_map=[{"refs": [GOOD_REF, BAD_REF]}]), "c2")),
+        (
+            case("c2"),
+            pred(
+                perfect(detailed_description=[D1, *junk(5)], source_map=[{"refs": [GOOD_REF, BAD_REF]}]), "c2"
+            ),
+        ),
         (case("c3"), pred("garbage", "c3")),
     ]
     first, second = run(pairs), run(pairs)
@@ -841,7 +880,9 @@ def _rand_answer(rng: random.Random) -> str:
             "main_topic": _rand_str(rng, rng.randrange(0, 10)),
             "sub_topic": rng.choice([D1, _rand_str(rng, 5)]),
             "original_evidence": _rand_str(rng, rng.randrange(0, 80)),
-            "detailed_description": [rng.choice([D1, D2, _rand_str(rng, 8)]) for _ in range(rng.randrange(0, 20))],
+            "detailed_description": [
+                rng.choice([D1, D2, _rand_str(rng, 8)]) for _ in range(rng.randrange(0, 20))
+            ],
             "predicted_questions": [rng.choice([Q1, _rand_str(rng, 8)]) for _ in range(rng.randrange(0, 15))],
             "source_map": [_rand_json(rng) for _ in range(rng.randrange(0, 16))],
         }
@@ -851,14 +892,25 @@ def _rand_answer(rng: random.Random) -> str:
         ans[rng.choice(SEVEN_KEYS)] = _rand_json(rng)
         return json.dumps(ans, ensure_ascii=False)
     inner = _rand_answer(rng)
-    return rng.choice(["```json\n", "```", "```x-y_1 ", "``` ", ""]) + inner + rng.choice(["\n```", "```", "", "``"])
+    return (
+        rng.choice(["```json\n", "```", "```x-y_1 ", "``` ", ""])
+        + inner
+        + rng.choice(["\n```", "```", "", "``"])
+    )
 
 
 def test_scorer_never_raises_on_garbage_answers() -> None:
     rng = random.Random(0)
     pairs = []
     for i in range(300):
-        contexts = rng.choice([CONTEXTS, [], [ContextChunk(text=_rand_str(rng, 40))], [ContextChunk(text="", source_path=REFUND)]])
+        contexts = rng.choice(
+            [
+                CONTEXTS,
+                [],
+                [ContextChunk(text=_rand_str(rng, 40))],
+                [ContextChunk(text="", source_path=REFUND)],
+            ]
+        )
         pairs.append((case(f"c{i}"), pred(_rand_answer(rng), f"c{i}", contexts)))
     out = run(pairs)
     assert len(out.cases) == 300
@@ -905,5 +957,9 @@ def test_default_threshold_accepts_borderline_pair() -> None:
 
 def test_custom_jaccard_threshold_changes_borderline_verdict() -> None:
     # Same pair: 0.75 < 0.8 -> no match.
-    v = values(perfect(main_topic="七个工作日内到帐"), main_topic="七个工作日内到账", params={"jaccard_threshold": 0.8})
+    v = values(
+        perfect(main_topic="七个工作日内到帐"),
+        main_topic="七个工作日内到账",
+        params={"jaccard_threshold": 0.8},
+    )
     assert v["main_topic"] == 0.0

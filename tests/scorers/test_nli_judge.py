@@ -10,10 +10,10 @@ import pytest
 from sentence_transformers import CrossEncoder
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from ragtrack.scorers import Batch, build_scorer, nli_judge
 from ragtrack.scorers.judge import OfflineJudge
 from ragtrack.scorers.nli_judge import NliJudge, NliModel
-from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 from tests.nli_models import build
 
@@ -32,8 +32,13 @@ def models(tmp_path_factory) -> dict[str, Path]:
 
 
 def _offline() -> OfflineJudge:
-    return OfflineJudge(FakeEncoder(), support_threshold=0.75, lexical_threshold=0.4, sources_lexical_threshold=0.6,
-                        relevance_cosine_weight=0.5)
+    return OfflineJudge(
+        FakeEncoder(),
+        support_threshold=0.75,
+        lexical_threshold=0.4,
+        sources_lexical_threshold=0.6,
+        relevance_cosine_weight=0.5,
+    )
 
 
 def _judge(folder: Path, **kw) -> NliJudge:
@@ -47,7 +52,12 @@ def test_an_entailing_model_supports_the_statement(models):
 
 def test_a_contradicting_model_contradicts_it_and_scores_0(models):
     (v,) = _judge(models["contradicting"]).support(["The fee is twenty dollars."], SOURCES)
-    assert (v.supported, v.contradicted, v.score, v.reason.startswith("contradicts: nli")) == (False, True, 0.0, True)
+    assert (v.supported, v.contradicted, v.score, v.reason.startswith("contradicts: nli")) == (
+        False,
+        True,
+        0.0,
+        True,
+    )
 
 
 def test_a_statement_copied_from_the_sources_needs_no_model(models):
@@ -63,7 +73,9 @@ def test_the_score_is_entailment_minus_contradiction_over_the_closest_sentences(
     cos = _offline().similarities([statement], sents)[0]
     near = sorted(sorted(range(3), key=lambda j: (-cos[j], j))[:2])
     premises = [sents[j] for j in near] + [" ".join(sents[j] for j in near)]
-    probs = CrossEncoder(str(models["random"]), device="cpu").predict([(p, statement) for p in premises], apply_softmax=True)
+    probs = CrossEncoder(str(models["random"]), device="cpu").predict(
+        [(p, statement) for p in premises], apply_softmax=True
+    )
     e, c = float(np.max(probs[:, 1])), float(np.max(probs[:, 0]))
     assert v.score == pytest.approx(max(0.0, e - c), abs=1e-6)
 
@@ -96,20 +108,29 @@ def test_a_model_without_nli_labels_is_an_error_naming_the_key(models):
 
 def _rag_case() -> tuple[EvalCase, Prediction]:
     ref = RagReference(ground_truth_answer="The fee is 20 dollars.", ground_truth_contexts=[SOURCES[0]])
-    return (EvalCase(id="a", question="What is the fee?", reference=ref),
-            Prediction(case_id="a", answer="The fee is twenty dollars.", contexts=[ContextChunk(text=s) for s in SOURCES]))
+    return (
+        EvalCase(id="a", question="What is the fee?", reference=ref),
+        Prediction(
+            case_id="a", answer="The fee is twenty dollars.", contexts=[ContextChunk(text=s) for s in SOURCES]
+        ),
+    )
 
 
 def test_the_rag_scorer_judges_with_the_nli_model(models):
     c, p = _rag_case()
-    out = build_scorer("rag", {"backend": "nli", "nli_model": str(models["contradicting"])}).use_encoder(FakeEncoder()).score(
-        Batch(cases=[c], predictions=[p]))
+    out = (
+        build_scorer("rag", {"backend": "nli", "nli_model": str(models["contradicting"])})
+        .use_encoder(FakeEncoder())
+        .score(Batch(cases=[c], predictions=[p]))
+    )
     assert out.cases[0].values["rag/faithfulness"] == 0.0
 
 
 def test_the_rag_scorer_logs_the_nli_model_s_weights_hash(models):
     c, p = _rag_case()
-    scorer = build_scorer("rag", {"backend": "nli", "nli_model": str(models["entailing"])}).use_encoder(FakeEncoder())
+    scorer = build_scorer("rag", {"backend": "nli", "nli_model": str(models["entailing"])}).use_encoder(
+        FakeEncoder()
+    )
     out = scorer.score(Batch(cases=[c], predictions=[p]))
     assert out.info.provenance["nli_model_sha256"] == NliModel(str(models["entailing"])).identity.sha256
 
@@ -130,6 +151,8 @@ def test_a_missing_nli_model_is_an_error_when_the_scorer_is_built(tmp_path):
 
 def test_earag_s_faithfulness_comes_from_the_nli_model_too(models):
     c, p = _rag_case()
-    scorer = build_scorer("earag", {"backend": "nli", "nli_model": str(models["contradicting"])}).use_encoder(FakeEncoder())
+    scorer = build_scorer("earag", {"backend": "nli", "nli_model": str(models["contradicting"])}).use_encoder(
+        FakeEncoder()
+    )
     out = scorer.score(Batch(cases=[c], predictions=[p]))
     assert out.cases[0].values["earag/faithfulness"] == 0.0

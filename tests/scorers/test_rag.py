@@ -11,27 +11,38 @@ from typing import Any
 import pytest
 from rapidfuzz import fuzz
 
-from ragtrack.nlp.entities import focus
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
 from ragtrack.inputs.eval_sets import load_eval_set
 from ragtrack.inputs.predictions import match_prediction_file
+from ragtrack.nlp.entities import focus
+from ragtrack.nlp.text import norm
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.rag import average_precision
-from ragtrack.nlp.text import norm
-from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
 from tests.fake_encoder import FakeEncoder
 
 Case = tuple[EvalCase, Prediction]
 
 
-def case(cid: str, *, question: str = "Q?", answer: str = "", contexts: tuple[str, ...] = (), gt: str | None = None,
-         gt_contexts: list[str] | None = None) -> Case:
+def case(
+    cid: str,
+    *,
+    question: str = "Q?",
+    answer: str = "",
+    contexts: tuple[str, ...] = (),
+    gt: str | None = None,
+    gt_contexts: list[str] | None = None,
+) -> Case:
     ref = RagReference(ground_truth_answer=gt, ground_truth_contexts=gt_contexts)
-    return (EvalCase(id=cid, question=question, reference=ref),
-            Prediction(case_id=cid, answer=answer, contexts=[ContextChunk(text=c) for c in contexts]))
+    return (
+        EvalCase(id=cid, question=question, reference=ref),
+        Prediction(case_id=cid, answer=answer, contexts=[ContextChunk(text=c) for c in contexts]),
+    )
 
 
-def score(*cases: Case, encoder: FakeEncoder | None = None, **params: Any) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+def score(
+    *cases: Case, encoder: FakeEncoder | None = None, **params: Any
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     scorer = build_scorer("rag", params).use_encoder(encoder or FakeEncoder())
     out = scorer.score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
     return {cs.case_id: cs.values for cs in out.cases}, out.metrics
@@ -50,19 +61,26 @@ def test_faithfulness_is_the_mean_graded_support_of_the_answer_statements() -> N
     rows, _ = score(case("a", answer="The fee is 20 dollars. Pets are welcome here.", contexts=(FEE,)))
     unmatched = 0.5 * closeness("Pets are welcome here", "The fee is 20 dollars")
     assert rows["a"]["rag/faithfulness"] == pytest.approx((1.0 + unmatched) / 2)
-    assert json.loads(rows["a"]["rag/unsupported"]) == [{"statement": "Pets are welcome here", "reason": "no_match"}]
+    assert json.loads(rows["a"]["rag/unsupported"]) == [
+        {"statement": "Pets are welcome here", "reason": "no_match"}
+    ]
 
 
 def test_a_changed_number_contradicts_its_evidence_and_scores_0() -> None:
     rows, _ = score(case("a", answer="The fee is 30 dollars.", contexts=(FEE,)))
     assert rows["a"]["rag/faithfulness"] == 0.0
     assert json.loads(rows["a"]["rag/unsupported"]) == [
-        {"statement": "The fee is 30 dollars", "reason": "contradicts: quantity 30usd vs 20usd"}]
+        {"statement": "The fee is 30 dollars", "reason": "contradicts: quantity 30usd vs 20usd"}
+    ]
 
 
 def test_a_number_the_sources_lack_where_they_have_no_rival_is_a_fact_mismatch() -> None:
-    rows, _ = score(case("a", answer="The fee applies to 30 guests.", contexts=("The fee applies to guests.",)))
-    assert json.loads(rows["a"]["rag/unsupported"]) == [{"statement": "The fee applies to 30 guests", "reason": "fact_mismatch: 30"}]
+    rows, _ = score(
+        case("a", answer="The fee applies to 30 guests.", contexts=("The fee applies to guests.",))
+    )
+    assert json.loads(rows["a"]["rag/unsupported"]) == [
+        {"statement": "The fee applies to 30 guests", "reason": "fact_mismatch: 30"}
+    ]
 
 
 def test_the_same_amount_in_another_unit_is_supported() -> None:
@@ -71,22 +89,32 @@ def test_the_same_amount_in_another_unit_is_supported() -> None:
 
 
 def test_a_negated_copy_of_its_evidence_contradicts_it() -> None:
-    rows, _ = score(case("a", answer="The deposit is not refundable.", contexts=("The deposit is refundable.",)))
-    assert json.loads(rows["a"]["rag/unsupported"])[0]["reason"] == "contradicts: polarity: more negations in the statement"
+    rows, _ = score(
+        case("a", answer="The deposit is not refundable.", contexts=("The deposit is refundable.",))
+    )
+    assert (
+        json.loads(rows["a"]["rag/unsupported"])[0]["reason"]
+        == "contradicts: polarity: more negations in the statement"
+    )
     assert rows["a"]["rag/faithfulness"] == 0.0
 
 
 def test_a_supported_statement_scores_by_the_closeness_of_its_evidence() -> None:
     enc = FakeEncoder({"Cats purr": [1, 0], "Felines rumble softly": [0.8, 0.6]})
     rows, _ = score(case("a", answer="Cats purr.", contexts=("Felines rumble softly.",)), encoder=enc)
-    assert rows["a"]["rag/faithfulness"] == pytest.approx(0.5 + 0.5 * closeness("Cats purr", "Felines rumble softly", 0.8))
+    assert rows["a"]["rag/faithfulness"] == pytest.approx(
+        0.5 + 0.5 * closeness("Cats purr", "Felines rumble softly", 0.8)
+    )
 
 
 @pytest.mark.parametrize(("cos", "supported"), [(0.8, True), (0.75, True), (0.7, False)])
 def test_a_statement_matches_by_cosine_alone_at_the_support_threshold(cos: float, supported: bool) -> None:
     enc = FakeEncoder({"Cats purr": [1, 0], "Felines rumble softly": [cos, math.sqrt(1 - cos**2)]})
     rows, _ = score(case("a", answer="Cats purr.", contexts=("Felines rumble softly.",)), encoder=enc)
-    assert (json.loads(rows["a"]["rag/unsupported"]) == [], rows["a"]["rag/faithfulness"] >= 0.5) == (supported, supported)
+    assert (json.loads(rows["a"]["rag/unsupported"]) == [], rows["a"]["rag/faithfulness"] >= 0.5) == (
+        supported,
+        supported,
+    )
 
 
 def test_a_statement_matches_by_lexical_coverage_of_one_sentence() -> None:
@@ -94,7 +122,11 @@ def test_a_statement_matches_by_lexical_coverage_of_one_sentence() -> None:
     ctx = ("Fees are waived. Refunds arrive quickly, in 5 days.",)
     rows, _ = score(case("a", answer="Refunds arrive within 5 days.", contexts=ctx))
     assert json.loads(rows["a"]["rag/unsupported"]) == []
-    rows, _ = score(case("a", answer="Refunds arrive within 5 days.", contexts=ctx), lexical_threshold=0.85, sources_lexical_threshold=0.9)
+    rows, _ = score(
+        case("a", answer="Refunds arrive within 5 days.", contexts=ctx),
+        lexical_threshold=0.85,
+        sources_lexical_threshold=0.9,
+    )
     assert json.loads(rows["a"]["rag/unsupported"])[0]["reason"] == "no_match"
 
 
@@ -104,20 +136,32 @@ def test_a_statement_matches_when_all_sources_together_hold_its_tokens() -> None
     answer = "Apollo Moon Armstrong Collins Aldrin."
     rows, _ = score(case("a", answer=answer, contexts=ctx), lexical_threshold=0.6)
     assert json.loads(rows["a"]["rag/unsupported"]) == []
-    rows, _ = score(case("a", answer=answer, contexts=ctx), lexical_threshold=0.6, sources_lexical_threshold=0.9)
+    rows, _ = score(
+        case("a", answer=answer, contexts=ctx), lexical_threshold=0.6, sources_lexical_threshold=0.9
+    )
     assert json.loads(rows["a"]["rag/unsupported"])[0]["reason"] == "no_match"
 
 
 def test_context_recall_is_the_mean_graded_support_of_the_ground_truth_statements() -> None:
-    rows, _ = score(case("a", contexts=("The fee is 20 dollars.",), gt="The fee is 20 dollars. Pets are welcome here."))
+    rows, _ = score(
+        case("a", contexts=("The fee is 20 dollars.",), gt="The fee is 20 dollars. Pets are welcome here.")
+    )
     unmatched = 0.5 * closeness("Pets are welcome here", "The fee is 20 dollars")
     assert rows["a"]["rag/context_recall"] == pytest.approx((1.0 + unmatched) / 2)
-    assert json.loads(rows["a"]["rag/not_recalled"]) == [{"statement": "Pets are welcome here", "reason": "no_match"}]
+    assert json.loads(rows["a"]["rag/not_recalled"]) == [
+        {"statement": "Pets are welcome here", "reason": "no_match"}
+    ]
 
 
 @pytest.mark.parametrize(
     ("relevant", "ap"),
-    [([], 0.0), ([False, False], 0.0), ([True], 1.0), ([False, True], 0.5), ([True, False, True], (1 + 2 / 3) / 2)],
+    [
+        ([], 0.0),
+        ([False, False], 0.0),
+        ([True], 1.0),
+        ([False, True], 0.5),
+        ([True, False, True], (1 + 2 / 3) / 2),
+    ],
 )
 def test_average_precision(relevant: list[bool], ap: float) -> None:
     assert average_precision(relevant) == pytest.approx(ap)
@@ -135,7 +179,11 @@ def test_context_precision_matches_chunks_by_rapidfuzz_ratio_and_averages_precis
 def test_context_precision_with_partial_ratio_matches_a_chunk_cut_from_a_longer_passage() -> None:
     # small chunks of one ground-truth passage: ratio rejects both (lengths differ), partial_ratio finds each inside it
     passage = "Section 2. Compute instances in two zones get 99.95% uptime. A single zone gets 99.9% uptime."
-    retrieved = ("Weather report for Tuesday.", "Compute instances in two zones get 99.95% uptime.", "A single zone gets 99.9% uptime.")
+    retrieved = (
+        "Weather report for Tuesday.",
+        "Compute instances in two zones get 99.95% uptime.",
+        "A single zone gets 99.9% uptime.",
+    )
     rows, _ = score(case("a", contexts=retrieved, gt_contexts=[passage]))
     assert rows["a"]["rag/context_precision"] == 0.0
     rows, _ = score(case("a", contexts=retrieved, gt_contexts=[passage]), match_scorer="partial_ratio")
@@ -145,13 +193,19 @@ def test_context_precision_with_partial_ratio_matches_a_chunk_cut_from_a_longer_
 def test_context_relevance_is_the_mean_of_cosine_and_question_token_share() -> None:
     # chunk 1: 0.5 · cos 0.6 + 0.5 · {refund} of {refund, fee} = 0.55; chunk 2: 0
     enc = FakeEncoder({"Refund fee?": [1, 0], "The refund takes long.": [0.6, 0.8]})
-    rows, _ = score(case("a", question="Refund fee?", contexts=("The refund takes long.", "Weather report.")), encoder=enc)
+    rows, _ = score(
+        case("a", question="Refund fee?", contexts=("The refund takes long.", "Weather report.")), encoder=enc
+    )
     assert rows["a"]["rag/context_relevance"] == pytest.approx(0.275)
 
 
 def test_answer_relevancy_combines_cosine_and_question_tokens_with_the_configured_weight() -> None:
     enc = FakeEncoder({"Refund fee?": [1, 0], "Fee waived.": [0.6, 0.8]})
-    rows, _ = score(case("a", question="Refund fee?", answer="Fee waived.", contexts=("x",)), encoder=enc, relevance_cosine_weight=0.25)
+    rows, _ = score(
+        case("a", question="Refund fee?", answer="Fee waived.", contexts=("x",)),
+        encoder=enc,
+        relevance_cosine_weight=0.25,
+    )
     assert rows["a"]["rag/answer_relevancy"] == pytest.approx(0.25 * 0.6 + 0.75 * 0.5)
 
 
@@ -168,14 +222,20 @@ def test_answer_correctness_is_the_f1_of_agreement_in_both_directions() -> None:
 
 
 def test_a_supported_statement_counts_1_in_answer_correctness_whatever_its_wording() -> None:
-    enc = FakeEncoder({"Felines rumble softly": [1, 0], "Cats purr": [0.8, 0.6]})  # supported by cosine 0.8 alone
+    enc = FakeEncoder(
+        {"Felines rumble softly": [1, 0], "Cats purr": [0.8, 0.6]}
+    )  # supported by cosine 0.8 alone
     rows, _ = score(case("a", answer="Felines rumble softly.", contexts=("x",), gt="Cats purr."), encoder=enc)
     assert rows["a"]["rag/answer_correctness"] == 1.0
 
 
 def test_answer_correctness_adds_a_cosine_term_when_weighted() -> None:
     enc = FakeEncoder({"The fee is 20 dollars.": [1, 0], FEE: [0.6, 0.8]})
-    rows, _ = score(case("a", answer="The fee is 20 dollars.", contexts=("x",), gt=FEE), encoder=enc, correctness_f1_weight=0.75)
+    rows, _ = score(
+        case("a", answer="The fee is 20 dollars.", contexts=("x",), gt=FEE),
+        encoder=enc,
+        correctness_f1_weight=0.75,
+    )
     recall = (1.0 + 0.5 * closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
     assert rows["a"]["rag/answer_correctness"] == pytest.approx(0.75 * _f1(1.0, recall) + 0.25 * 0.6)
 
@@ -197,7 +257,12 @@ def test_a_copy_of_the_ground_truth_with_another_party_loses_to_a_correct_paraph
     gt = "The landlord must repair the boiler within a week."
     rows, _ = score(
         case("copy", answer="The tenant must repair the boiler within a week.", contexts=("x",), gt=gt),
-        case("para", answer="Within a week, the boiler must be repaired by the landlord.", contexts=("x",), gt=gt),
+        case(
+            "para",
+            answer="Within a week, the boiler must be repaired by the landlord.",
+            contexts=("x",),
+            gt=gt,
+        ),
     )
     assert rows["para"]["rag/answer_correctness"] > rows["copy"]["rag/answer_correctness"]
 
@@ -213,7 +278,10 @@ def test_metrics_without_their_inputs_are_nan_with_a_reason_and_left_out_of_the_
         case("gt", answer="The fee is 20 dollars.", contexts=(FEE,), gt="The fee is 20 dollars."),
         case("nogt", answer="The fee is 20 dollars.", contexts=(FEE,)),
     )
-    assert all(math.isnan(rows["nogt"][f"rag/{m}"]) for m in ("context_recall", "context_precision", "answer_correctness"))
+    assert all(
+        math.isnan(rows["nogt"][f"rag/{m}"])
+        for m in ("context_recall", "context_precision", "answer_correctness")
+    )
     assert rows["nogt"]["rag/not_computed"] == (
         "context_recall: no ground_truth_answer; context_precision: no ground_truth_contexts; answer_correctness: no ground_truth_answer"
     )
@@ -237,9 +305,18 @@ def test_without_retrieved_contexts_the_context_metrics_are_nan() -> None:
 
 
 def test_cases_without_a_rag_reference_are_not_scored() -> None:
-    ex = AnswerExample(target_audience="a", main_topic="b", sub_topic="c", detailed_description=[],
-                       original_evidence="e", predicted_questions=[])
-    other = (EvalCase(id="q2", question="Q?", expected=ExpectedV2(answer_example=ex)), Prediction(case_id="q2", answer="x"))
+    ex = AnswerExample(
+        target_audience="a",
+        main_topic="b",
+        sub_topic="c",
+        detailed_description=[],
+        original_evidence="e",
+        predicted_questions=[],
+    )
+    other = (
+        EvalCase(id="q2", question="Q?", expected=ExpectedV2(answer_example=ex)),
+        Prediction(case_id="q2", answer="x"),
+    )
     rows, metrics = score(case("a", answer="x", contexts=("x",)), other)
     assert list(rows) == ["a"] and metrics["rag/n_cases"] == 1.0
 
@@ -262,7 +339,9 @@ def test_a_threshold_out_of_range_is_an_input_error_naming_it() -> None:
 
 def test_a_rag_item_without_question_is_an_error_naming_file_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "rag.jsonl"
-    path.write_text('{"id": "1", "question": "Q?"}\n{"id": "2", "ground_truth_answer": "A"}\n', encoding="utf-8")
+    path.write_text(
+        '{"id": "1", "question": "Q?"}\n{"id": "2", "ground_truth_answer": "A"}\n', encoding="utf-8"
+    )
     with pytest.raises(InputError) as e:
         load_eval_set([path])
     assert str(e.value) == f"{path}: line 2: question: Field required"
@@ -270,9 +349,14 @@ def test_a_rag_item_without_question_is_an_error_naming_file_line_and_field(tmp_
 
 @pytest.mark.parametrize(
     ("contexts", "message"),
-    [('[3]', "contexts[0]: expected an object or a string, got int"), ('[{"text": 5}]', "contexts[0].text: expected a string")],
+    [
+        ("[3]", "contexts[0]: expected an object or a string, got int"),
+        ('[{"text": 5}]', "contexts[0].text: expected a string"),
+    ],
 )
-def test_a_context_that_is_not_text_is_an_error_naming_line_and_field(tmp_path: Path, contexts: str, message: str) -> None:
+def test_a_context_that_is_not_text_is_an_error_naming_line_and_field(
+    tmp_path: Path, contexts: str, message: str
+) -> None:
     (tmp_path / "rag.jsonl").write_text('{"id": "1", "question": "Q?"}\n', encoding="utf-8")
     preds = tmp_path / "p.jsonl"
     preds.write_text(f'{{"id": "1", "answer": "x", "contexts": {contexts}}}\n', encoding="utf-8")
@@ -284,21 +368,39 @@ def test_a_context_that_is_not_text_is_an_error_naming_line_and_field(tmp_path: 
 
 @pytest.mark.parametrize("name", ["rag", "earag"])
 def test_case_terms_give_the_metrics_exactly(name: str) -> None:
-    cases = [case("gt", question="What does FHA require?", answer="FHA requires 20 dollars.", contexts=(FEE,), gt=FEE),
-             case("nogt", answer="Pets are welcome here.", contexts=(FEE,)), case("empty", contexts=(FEE,))]
-    out = build_scorer(name).use_encoder(FakeEncoder()).score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
+    cases = [
+        case(
+            "gt",
+            question="What does FHA require?",
+            answer="FHA requires 20 dollars.",
+            contexts=(FEE,),
+            gt=FEE,
+        ),
+        case("nogt", answer="Pets are welcome here.", contexts=(FEE,)),
+        case("empty", contexts=(FEE,)),
+    ]
+    out = (
+        build_scorer(name)
+        .use_encoder(FakeEncoder())
+        .score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
+    )
     columns = {k: [cs.values[k] for cs in out.cases] for k in out.cases[0].values}
     terms = type(build_scorer(name)).case_terms(columns)
     derived = {t.metric: math.fsum(t.num) / math.fsum(t.den) if any(t.den) else t.empty for t in terms}
     assert len(derived) >= 6
-    assert all(v == out.metrics[k] or (math.isnan(v) and math.isnan(out.metrics[k])) for k, v in derived.items())
+    assert all(
+        v == out.metrics[k] or (math.isnan(v) and math.isnan(out.metrics[k])) for k, v in derived.items()
+    )
 
 
 @pytest.mark.parametrize("name", ["rag", "earag"])
 def test_a_model_path_that_does_not_exist_fails_when_the_scorer_is_built(name: str, tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         build_scorer(name, {"model": str(tmp_path / "no-model")})
-    assert str(e.value) == f"scorers.{name}: model: Value error, {tmp_path / 'no-model'}: model path does not exist"
+    assert (
+        str(e.value)
+        == f"scorers.{name}: model: Value error, {tmp_path / 'no-model'}: model path does not exist"
+    )
 
 
 def test_the_report_shows_each_metric_s_measured_reliability() -> None:
@@ -310,8 +412,13 @@ def test_the_report_shows_each_metric_s_measured_reliability() -> None:
 
 
 def test_another_backend_s_report_says_its_reliability_was_not_measured() -> None:
-    scorer = build_scorer("rag", {"backend": "llm", "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}})
-    assert scorer.trust_note("faithfulness") == f"reliability measured for rag v{scorer.version} with the offline backend only"
+    scorer = build_scorer(
+        "rag", {"backend": "llm", "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
+    )
+    assert (
+        scorer.trust_note("faithfulness")
+        == f"reliability measured for rag v{scorer.version} with the offline backend only"
+    )
 
 
 def test_the_reliability_file_s_hash_is_logged_with_the_scorer() -> None:

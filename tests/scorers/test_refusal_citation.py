@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.types import EvalCase, Gold, Prediction, ScorerOutput
 from ragtrack.scorers.base import Batch
 from ragtrack.scorers.refusal_citation import RefusalCitationScorer
-from ragtrack.core.types import EvalCase, Gold, Prediction, ScorerOutput
 
 N = "refusal_citation"
 SEED_SCRIPT = Path(__file__).with_name("seed_score_md.py")
@@ -39,7 +39,9 @@ REF = _load_reference()
 # ---------------------------------------------------------------- helpers
 
 
-def case(cid: str, answerable: bool = True, gold_ids: list[str] | None = None, claim: str | None = None) -> EvalCase:
+def case(
+    cid: str, answerable: bool = True, gold_ids: list[str] | None = None, claim: str | None = None
+) -> EvalCase:
     gold = Gold(answerable=answerable, gold_ids=gold_ids if gold_ids is not None else [], gold_claim=claim)
     return EvalCase(id=cid, question=f"question {cid}?", gold=gold)
 
@@ -48,7 +50,9 @@ def pred(cid: str, answer: str = "", citations: list[str] | None = None, missing
     return Prediction(case_id=cid, answer=answer, citations=citations, missing=missing)
 
 
-def run(pairs: list[tuple[EvalCase, Prediction]], n_unmatched: int = 0, duplicates_dropped: int = 0, **params: Any) -> ScorerOutput:
+def run(
+    pairs: list[tuple[EvalCase, Prediction]], n_unmatched: int = 0, duplicates_dropped: int = 0, **params: Any
+) -> ScorerOutput:
     batch = Batch(
         cases=[c for c, _ in pairs],
         predictions=[p for _, p in pairs],
@@ -90,7 +94,10 @@ def test_answered_is_not_refusal() -> None:
 
 
 def test_custom_refusal_token_param_is_used() -> None:
-    out = run([(case("q1"), pred("q1", " I Don't Know\n")), (case("q2"), pred("q2", "not in context"))], refusal_token="i don't know")
+    out = run(
+        [(case("q1"), pred("q1", " I Don't Know\n")), (case("q2"), pred("q2", "not in context"))],
+        refusal_token="i don't know",
+    )
     assert [c.values[f"{N}/refusal"] for c in out.cases] == [True, False]
 
 
@@ -106,7 +113,11 @@ def test_refusal_token_that_could_never_match_raises_input_error() -> None:
 
 def test_info_logs_name_version_and_params() -> None:
     info = RefusalCitationScorer().info
-    assert (info.name, info.version, info.params) == ("refusal_citation", "2", {"refusal_token": "not in context"})
+    assert (info.name, info.version, info.params) == (
+        "refusal_citation",
+        "2",
+        {"refusal_token": "not in context"},
+    )
 
 
 # ---------------------------------------------------------------- citations
@@ -176,7 +187,10 @@ def test_hit_needs_exact_id() -> None:
 
 
 def test_containment_finds_whole_run_case_insensitively() -> None:
-    assert one("Per the doc, X IS A CONSTRAINED MAPPING here.", claim="X is a constrained mapping.")["contain"] is True
+    assert (
+        one("Per the doc, X IS A CONSTRAINED MAPPING here.", claim="X is a constrained mapping.")["contain"]
+        is True
+    )
 
 
 def test_containment_greedy_run_sub_phrase_does_not_count() -> None:
@@ -223,9 +237,13 @@ def test_cjk_claim_contained_by_a_five_character_window() -> None:
         pytest.param("我们提供可用性承诺书", "月度可用性承诺", True, id="window-at-the-end-of-a-run"),
         pytest.param("退款很快", "退款很快", False, id="run-shorter-than-five-is-not-used"),
         # norm drops the spaces and folds the full-width digits: the claim's run is 服务可用性不低于.
-        pytest.param("服务可用性不低于99.9%", "服务 可用性 不低于 ９９.９%", True, id="runs-taken-after-norm"),
+        pytest.param(
+            "服务可用性不低于99.9%", "服务 可用性 不低于 ９９.９%", True, id="runs-taken-after-norm"
+        ),
         # norm("SLA 承诺 99.9% 月度可用性") has the CJK runs 承诺 (too short) and 月度可用性.
-        pytest.param("月度可用性为99.9%", "SLA 承诺 99.9% 月度可用性", True, id="mixed-claim-split-at-latin-text"),
+        pytest.param(
+            "月度可用性为99.9%", "SLA 承诺 99.9% 月度可用性", True, id="mixed-claim-split-at-latin-text"
+        ),
         pytest.param("退款将在七个工作日内到账", None, False, id="no-claim"),
     ],
 )
@@ -331,13 +349,34 @@ def test_metrics_are_floats(mixed: ScorerOutput) -> None:
 
 
 def test_metric_names(mixed: ScorerOutput) -> None:
-    names = {"precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "claim_containment_cjk",
-             "compliance", "n_scored", "n_missing", "n_unmatched", "duplicates_dropped"}
+    names = {
+        "precision",
+        "over_refusal",
+        "under_refusal",
+        "citation_hit_rate",
+        "claim_containment",
+        "claim_containment_cjk",
+        "compliance",
+        "n_scored",
+        "n_missing",
+        "n_unmatched",
+        "duplicates_dropped",
+    }
     assert set(mixed.metrics) == {f"{N}/{x}" for x in names}
 
 
 def test_case_columns(mixed: ScorerOutput) -> None:
-    cols = {"label", "answered", "refusal", "hit", "contain", "contain_cjk", "has_citations", "citations", "missing"}
+    cols = {
+        "label",
+        "answered",
+        "refusal",
+        "hit",
+        "contain",
+        "contain_cjk",
+        "has_citations",
+        "citations",
+        "missing",
+    }
     assert all(set(c.values) == {f"{N}/{x}" for x in cols} for c in mixed.cases)
 
 
@@ -357,7 +396,10 @@ def test_under_refusal_zero_without_unanswerable_cases() -> None:
     assert metric(out, "under_refusal") == 0.0
 
 
-@pytest.mark.parametrize("name", ["precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "compliance"])
+@pytest.mark.parametrize(
+    "name",
+    ["precision", "over_refusal", "under_refusal", "citation_hit_rate", "claim_containment", "compliance"],
+)
 def test_every_rate_zero_for_one_missing_answerable_prediction(name: str) -> None:
     out = run([(case("q1", claim="seven days"), pred("q1", missing=True))])
     assert metric(out, name) == 0.0
@@ -383,12 +425,23 @@ def test_missing_unanswerable_prediction_is_a_hallucination_like_the_empty_answe
 
 
 def test_missing_predictions_share_the_denominator() -> None:
-    out = run([(case("q1"), pred("q1", missing=True)), (case("q2", gold_ids=["p1#1"]), pred("q2", "citations: [p1#1]"))])
-    assert (metric(out, "n_scored"), metric(out, "n_missing"), metric(out, "citation_hit_rate")) == (2.0, 1.0, 0.5)
+    out = run(
+        [
+            (case("q1"), pred("q1", missing=True)),
+            (case("q2", gold_ids=["p1#1"]), pred("q2", "citations: [p1#1]")),
+        ]
+    )
+    assert (metric(out, "n_scored"), metric(out, "n_missing"), metric(out, "citation_hit_rate")) == (
+        2.0,
+        1.0,
+        0.5,
+    )
 
 
 def test_case_without_gold_and_missing_prediction_is_neither_scored_nor_unmatched() -> None:
-    out = run([(EvalCase(id="x1", question="no gold?"), pred("x1", missing=True)), (case("q1"), pred("q1", "a"))])
+    out = run(
+        [(EvalCase(id="x1", question="no gold?"), pred("x1", missing=True)), (case("q1"), pred("q1", "a"))]
+    )
     assert ([c.case_id for c in out.cases], metric(out, "n_unmatched")) == (["q1"], 0.0)
 
 
@@ -421,10 +474,20 @@ def test_cases_keep_batch_order() -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["", "]]]citations: [[[", "citations: [\x00, \ud7ff, ,,]", "C I T A T I O N S", "İSTANBUL not in context", "\u212a" * 5, "x" * 100_000],
+    [
+        "",
+        "]]]citations: [[[",
+        "citations: [\x00, \ud7ff, ,,]",
+        "C I T A T I O N S",
+        "İSTANBUL not in context",
+        "\u212a" * 5,
+        "x" * 100_000,
+    ],
 )
 def test_malformed_answers_do_not_raise(answer: str) -> None:
-    out = run([(case("q1", claim="K\u212aKKK kelvin, İi stanbul"), pred("q1", answer, citations=["", "]", "None"]))])
+    out = run(
+        [(case("q1", claim="K\u212aKKK kelvin, İi stanbul"), pred("q1", answer, citations=["", "]", "None"]))]
+    )
     assert len(out.cases) == 1
 
 
@@ -492,7 +555,13 @@ def our_rows(out: ScorerOutput) -> list[tuple[str, ...]]:
         return str(x).lower()
 
     return [
-        (c.case_id, b(c.values[f"{N}/answered"]), b(c.values[f"{N}/hit"]), b(c.values[f"{N}/refusal"]), str(c.values[f"{N}/label"]))
+        (
+            c.case_id,
+            b(c.values[f"{N}/answered"]),
+            b(c.values[f"{N}/hit"]),
+            b(c.values[f"{N}/refusal"]),
+            str(c.values[f"{N}/label"]),
+        )
         for c in out.cases
     ]
 
@@ -503,7 +572,9 @@ def batch_like_runner(gold_items: list[dict[str, Any]], traces: list[dict[str, A
         EvalCase(
             id=g["qid"],
             question=g["q"],
-            gold=Gold(answerable=g["answerable"], gold_ids=g.get("gold_ids", []), gold_claim=g.get("gold_claim")),
+            gold=Gold(
+                answerable=g["answerable"], gold_ids=g.get("gold_ids", []), gold_claim=g.get("gold_claim")
+            ),
         )
         for g in gold_items
     ]
@@ -534,7 +605,9 @@ def with_empty_traces(gold_items: list[dict[str, Any]], traces: list[dict[str, A
     return traces + [{"q": g["q"], "answer": ""} for g in gold_items if g["q"] not in asked]
 
 
-def write_inputs(d: Path, gold_items: list[dict[str, Any]], traces: list[dict[str, Any]]) -> tuple[Path, Path]:
+def write_inputs(
+    d: Path, gold_items: list[dict[str, Any]], traces: list[dict[str, Any]]
+) -> tuple[Path, Path]:
     d.mkdir(parents=True, exist_ok=True)
     qa, tr = d / "qaset.json", d / "trace.jsonl"
     qa.write_text(json.dumps(gold_items), encoding="utf8")
@@ -544,13 +617,31 @@ def write_inputs(d: Path, gold_items: list[dict[str, Any]], traces: list[dict[st
 
 # The seed's own qaset, verbatim, and traces written for it (the first is the seed's example).
 SEED_QASET = [
-    {"qid": "q1", "q": "What is X?", "answerable": True, "gold_ids": ["p1#1"], "gold_claim": "X is a constrained mapping."},
-    {"qid": "q2", "q": "Explain Y.", "answerable": True, "gold_ids": ["p2#1"], "gold_claim": "Y is unrelated to X."},
+    {
+        "qid": "q1",
+        "q": "What is X?",
+        "answerable": True,
+        "gold_ids": ["p1#1"],
+        "gold_claim": "X is a constrained mapping.",
+    },
+    {
+        "qid": "q2",
+        "q": "Explain Y.",
+        "answerable": True,
+        "gold_ids": ["p2#1"],
+        "gold_claim": "Y is unrelated to X.",
+    },
     {"qid": "q3", "q": "What is Z?", "answerable": False, "gold_ids": []},
     {"qid": "q4", "q": "Summarize the external link.", "answerable": False, "gold_ids": []},
 ]
 SEED_TRACES = [
-    {"ts": 1699999999, "q": "What is X?", "chunks": [{"id": "p1#1"}], "answer": "- X is a constrained mapping.\n- citations: [p1#1]", "ok": True},
+    {
+        "ts": 1699999999,
+        "q": "What is X?",
+        "chunks": [{"id": "p1#1"}],
+        "answer": "- X is a constrained mapping.\n- citations: [p1#1]",
+        "ok": True,
+    },
     {"ts": 1700000000, "question": "Explain Y.", "answer": "Y relates to X. citations: [p1#1]"},
     {"ts": 1700000001, "q": "What is Z?", "answer": "  NOT IN CONTEXT\n"},
     {"ts": 1700000002, "q": "Summarize the external link.", "answer": "The link says Z. citations: []"},
@@ -561,7 +652,9 @@ SEED_TRACES = [
 @pytest.fixture(scope="module")
 def seed_example(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ScorerOutput]:
     qa, tr = write_inputs(tmp_path_factory.mktemp("seed"), SEED_QASET, SEED_TRACES)
-    proc = subprocess.run([sys.executable, str(SEED_SCRIPT), str(qa), str(tr)], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(SEED_SCRIPT), str(qa), str(tr)], capture_output=True, text=True, check=True
+    )
     return proc.stdout, RefusalCitationScorer().score(batch_like_runner(SEED_QASET, SEED_TRACES))
 
 
@@ -601,7 +694,22 @@ def test_seed_example_report_repeats_reference_lines(seed_example: tuple[str, Sc
 # ---- randomized inputs
 
 ID_POOL = ["p1#1", "p2#1", "p3", "doc-4", "7", "a b"]
-WORDS = ["alpha", "beta", "gamma", "delta", "x", "is", "a", "constrained", "mapping", "unrelated", "foo-bar", "z9", "İş", "naïve"]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "x",
+    "is",
+    "a",
+    "constrained",
+    "mapping",
+    "unrelated",
+    "foo-bar",
+    "z9",
+    "İş",
+    "naïve",
+]
 
 
 def _recase(rng: random.Random, s: str) -> str:
@@ -650,8 +758,14 @@ def random_input(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     rng = random.Random(seed)
     gold_items = []
     for i in range(rng.randint(1, 9)):  # denominators <= 9: distinct rates differ by > 0.1%
-        g: dict[str, Any] = {"qid": f"q{i}", "q": f"Question {i} about {rng.choice(WORDS)}?", "answerable": rng.random() < 0.6}
-        g["gold_ids"] = rng.sample(ID_POOL, rng.randint(0, 3)) if g["answerable"] or rng.random() < 0.3 else []
+        g: dict[str, Any] = {
+            "qid": f"q{i}",
+            "q": f"Question {i} about {rng.choice(WORDS)}?",
+            "answerable": rng.random() < 0.6,
+        }
+        g["gold_ids"] = (
+            rng.sample(ID_POOL, rng.randint(0, 3)) if g["answerable"] or rng.random() < 0.3 else []
+        )
         r = rng.random()
         if r < 0.6:
             g["gold_claim"] = _claim(rng)
@@ -672,7 +786,16 @@ def random_input(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
         r = rng.random()
         if r < 0.35:
             t["citations"] = [
-                rng.choice([rng.choice(g["gold_ids"] or ID_POOL), rng.choice(g["gold_ids"] + ID_POOL), f" {rng.choice(ID_POOL)} ", 7, "", "None"])
+                rng.choice(
+                    [
+                        rng.choice(g["gold_ids"] or ID_POOL),
+                        rng.choice(g["gold_ids"] + ID_POOL),
+                        f" {rng.choice(ID_POOL)} ",
+                        7,
+                        "",
+                        "None",
+                    ]
+                )
                 for _ in range(rng.randint(0, 3))
             ]
         elif r < 0.4:
@@ -701,7 +824,9 @@ json.dump(out, sys.stdout)
 
 
 @pytest.fixture(scope="module")
-def random_runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]], str, ScorerOutput]]:
+def random_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]], str, ScorerOutput]]:
     """For every seed: gold, traces, the reference's Markdown (one subprocess for all) and our output.
 
     Some gold questions get no trace: the scorer sees a missing prediction, and the reference
@@ -709,7 +834,9 @@ def random_runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[list[dic
     root = tmp_path_factory.mktemp("random")
     inputs = [random_input(s) for s in SEEDS]
     filled = [with_empty_traces(g, t) for g, t in inputs]
-    pairs = [[str(p) for p in write_inputs(root / f"s{s}", g, f)] for s, (g, _), f in zip(SEEDS, inputs, filled)]
+    pairs = [
+        [str(p) for p in write_inputs(root / f"s{s}", g, f)] for s, (g, _), f in zip(SEEDS, inputs, filled)
+    ]
     (root / "manifest.json").write_text(json.dumps(pairs), encoding="utf8")
     (root / "driver.py").write_text(DRIVER, encoding="utf8")
     proc = subprocess.run(
@@ -741,12 +868,18 @@ def test_random_inputs_cover_hits_containment_unmatched_and_missing(random_runs:
 
 
 def test_random_bullets_equal_reference(random_runs: list[Any]) -> None:
-    bad = [i for i, (_, _, md, out) in enumerate(random_runs) if our_bullets(out) != parse_reference_md(md)[0]]
+    bad = [
+        i for i, (_, _, md, out) in enumerate(random_runs) if our_bullets(out) != parse_reference_md(md)[0]
+    ]
     assert bad == []
 
 
 def test_random_rows_equal_reference(random_runs: list[Any]) -> None:
-    bad = [i for i, (_, _, md, out) in enumerate(random_runs) if sorted(our_rows(out)) != sorted(parse_reference_md(md)[1])]
+    bad = [
+        i
+        for i, (_, _, md, out) in enumerate(random_runs)
+        if sorted(our_rows(out)) != sorted(parse_reference_md(md)[1])
+    ]
     assert bad == []
 
 
@@ -754,7 +887,11 @@ def test_random_report_repeats_reference_lines(random_runs: list[Any]) -> None:
     def ref_lines(md: str) -> list[str]:
         return [x for x in md.splitlines() if x.startswith(("- ", "| "))]
 
-    bad = [i for i, (_, _, md, out) in enumerate(random_runs) if not set(ref_lines(md)) <= set(out.report_md.splitlines())]
+    bad = [
+        i
+        for i, (_, _, md, out) in enumerate(random_runs)
+        if not set(ref_lines(md)) <= set(out.report_md.splitlines())
+    ]
     assert bad == []
 
 

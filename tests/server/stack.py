@@ -48,7 +48,10 @@ class Target:
         """MLflow's credential variables for this server (`password` to try a wrong one)."""
         if self.server.auth is None:
             return {}
-        return {"MLFLOW_TRACKING_USERNAME": self.server.auth[0], "MLFLOW_TRACKING_PASSWORD": password or self.server.auth[1]}
+        return {
+            "MLFLOW_TRACKING_USERNAME": self.server.auth[0],
+            "MLFLOW_TRACKING_PASSWORD": password or self.server.auth[1],
+        }
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment of a `ragtrack` process logging here."""
@@ -77,7 +80,7 @@ class Target:
     def bucket_files(self, run: Run) -> set[str]:
         """The run's artifact files as objects in the bucket (paths below `<prefix>/<exp>/<run>/artifacts/`)."""
         prefix = f"{self.prefix}/{run.info.experiment_id}/{run.info.run_id}/artifacts/"
-        return {k[len(prefix):] for k in self.s3.keys(self.bucket, prefix)}
+        return {k[len(prefix) :] for k in self.s3.keys(self.bucket, prefix)}
 
 
 class Stack:
@@ -95,8 +98,14 @@ class Stack:
         for name, auth in (("plain", None), ("auth", (ADMIN, PASSWORD))):
             bucket = f"ragtrack-{name}"
             self.s3.create_bucket(bucket)
-            server = TrackingServer(self.root, self.pg.create_database(name), f"s3://{bucket}/artifacts", self.s3.endpoint,
-                                    auth=auth, workers=1)
+            server = TrackingServer(
+                self.root,
+                self.pg.create_database(name),
+                f"s3://{bucket}/artifacts",
+                self.s3.endpoint,
+                auth=auth,
+                workers=1,
+            )
             self.targets[name] = Target(server, self.s3, bucket)
         for t in self.targets.values():
             t.server.launch()

@@ -33,8 +33,14 @@ time.sleep(600)
 @pytest.fixture(scope="module")
 def killed_owner(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("owner")
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(root)], cwd=ROOT, env=env(), text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(root)],
+        cwd=ROOT,
+        env=env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     line = owner.stdout.readline()
     if not line:
         pytest.skip(f"the stack did not start: {owner.stderr.read()[-500:]}")

@@ -34,7 +34,9 @@ def test_a_connection_without_the_password_is_refused(pg):
 
 def test_a_connection_through_the_local_socket_needs_it_too(pg):
     with pytest.raises(psycopg.OperationalError, match="password"):
-        with psycopg.connect(host=str(pg.dir), port=pg.port, user=PG_USER, dbname="postgres", passfile="/dev/null"):
+        with psycopg.connect(
+            host=str(pg.dir), port=pg.port, user=PG_USER, dbname="postgres", passfile="/dev/null"
+        ):
             pass
 
 
@@ -43,8 +45,11 @@ def test_the_password_file_lets_a_client_in(pg):
 
 
 def test_no_authentication_rule_trusts_anyone(pg):
-    rules = [line.split() for line in (pg.dir / "data" / "pg_hba.conf").read_text().splitlines()
-             if line.strip() and not line.lstrip().startswith("#")]
+    rules = [
+        line.split()
+        for line in (pg.dir / "data" / "pg_hba.conf").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     assert rules and {rule[-1] for rule in rules} == {"scram-sha-256"}
 
 

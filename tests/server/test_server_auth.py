@@ -36,7 +36,9 @@ def sweep(auth: Target):
 def test_sweep_lands_with_credentials_from_the_environment(sweep, auth):
     children = [r for r in sweep[1] if r.data.tags["ragtrack.stage"] == "full"]
     assert sorted(r.info.status for r in sweep[1]) == ["FINISHED"] * 3
-    assert all(r.data.metrics["eval_json_v2/eval_score_avg"] > 0 and r.inputs.dataset_inputs for r in children)
+    assert all(
+        r.data.metrics["eval_json_v2/eval_score_avg"] > 0 and r.inputs.dataset_inputs for r in children
+    )
     assert all({"report.md", "manifest.json", "config.yaml"} <= auth.bucket_files(r) for r in children)
 
 
@@ -46,7 +48,12 @@ def _store_text(runs) -> str:
     for r in runs:
         parts += [r.info.run_name, *r.data.params.items(), *r.data.tags.items(), *r.data.metrics]
         for d in r.inputs.dataset_inputs:
-            parts += [d.dataset.name, d.dataset.source, d.dataset.profile or "", *(f"{t.key}={t.value}" for t in d.tags)]
+            parts += [
+                d.dataset.name,
+                d.dataset.source,
+                d.dataset.profile or "",
+                *(f"{t.key}={t.value}" for t in d.tags),
+            ]
     return "\n".join(map(str, parts))
 
 
@@ -73,15 +80,21 @@ def test_wrong_password_is_one_line_naming_the_uri(auth):
 def test_missing_credentials_say_which_variables_to_set(auth, monkeypatch):
     for key in auth.credentials():
         monkeypatch.delenv(key, raising=False)
-    with pytest.raises(InputError, match="requires credentials: set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD"):
+    with pytest.raises(
+        InputError, match="requires credentials: set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD"
+    ):
         check_store(auth.url)
 
 
 def test_another_users_dead_run_is_said_and_skipped_not_fatal(auth, caplog):
     """A shared login node: bob's reaping finds admin's run of a vanished process, which bob may not end."""
     bob = ("bob", f"bob-{secrets.token_hex(8)}")
-    created = requests.post(f"{auth.url}/api/2.0/mlflow/users/create", json=dict(zip(("username", "password"), bob)),
-                            auth=auth.server.auth, timeout=30)
+    created = requests.post(
+        f"{auth.url}/api/2.0/mlflow/users/create",
+        json=dict(zip(("username", "password"), bob)),
+        auth=auth.server.auth,
+        timeout=30,
+    )
     created.raise_for_status()
     with auth.reading() as client:
         exp = client.create_experiment("server-auth-admin")

@@ -27,7 +27,10 @@ def bucket_gone(plain: Target):
 def test_missing_bucket_is_one_line_and_no_run(plain, bucket_gone):
     proc = run(["run", "tracking.experiment=server-nobucket"], **plain.env())
     line = one_error_line(proc)
-    assert f"tracking URI {plain.url}: the server's artifact store fails" in line and "bucket does not exist" in line
+    assert (
+        f"tracking URI {plain.url}: the server's artifact store fails" in line
+        and "bucket does not exist" in line
+    )
     assert plain.runs("server-nobucket") == []
 
 
@@ -50,7 +53,10 @@ def database_down(stack: Stack, plain: Target):
 def test_server_whose_database_refuses_is_one_line_and_no_run(plain, database_down):
     proc = run(["run", "tracking.experiment=server-dbdown"], **plain.env())
     line = one_error_line(proc)
-    assert f"tracking URI {plain.url}: the tracking server answered HTTP 503" in line and "Connection refused" in line
+    assert (
+        f"tracking URI {plain.url}: the tracking server answered HTTP 503" in line
+        and "Connection refused" in line
+    )
     database_down.resume()
     assert plain.runs("server-dbdown") == []
 
@@ -58,8 +64,19 @@ def test_server_whose_database_refuses_is_one_line_and_no_run(plain, database_do
 def test_sweep_lands_whole_when_the_server_restarts_mid_run(plain, tmp_path):
     markers, gate = tmp_path / "started", tmp_path / "go"
     markers.mkdir()
-    proc = start(["run", "-m", "adapter=base,lora_a", "generator=callable", f"generator.params.target={FN}:gated",
-                  "tracking.experiment=server-restart"], SLOW_MARKER=str(markers), GATE_FILE=str(gate), **plain.env())
+    proc = start(
+        [
+            "run",
+            "-m",
+            "adapter=base,lora_a",
+            "generator=callable",
+            f"generator.params.target={FN}:gated",
+            "tracking.experiment=server-restart",
+        ],
+        SLOW_MARKER=str(markers),
+        GATE_FILE=str(gate),
+        **plain.env(),
+    )
     wait_for(markers_at_least(markers), what="the first job's run to start")
     plain.server.stop()
     gate.touch()  # the job scores now and logs into a server that is down
@@ -69,4 +86,7 @@ def test_sweep_lands_whole_when_the_server_restarts_mid_run(plain, tmp_path):
     children = [r for r in runs if r.data.tags["ragtrack.stage"] == "full"]
     assert proc.returncode == 0 and "Retrying" in err, err  # urllib3 says each retry
     assert sorted(r.info.status for r in runs) == ["FINISHED"] * 3
-    assert all("gate/all" in r.data.metrics and {"report.md", "manifest.json"} <= plain.bucket_files(r) for r in children)
+    assert all(
+        "gate/all" in r.data.metrics and {"report.md", "manifest.json"} <= plain.bucket_files(r)
+        for r in children
+    )

@@ -13,8 +13,8 @@ import signal
 
 import pytest
 
-from ragtrack.run.case_traces import RATIONALE_COLUMNS
 from ragtrack.app.cli import main
+from ragtrack.run.case_traces import RATIONALE_COLUMNS
 from ragtrack.run.rescore import RESCORED_FROM_TAG
 from ragtrack.tracking.reader import read_cases
 from ragtrack.tracking.reaper import REAPED_TAG, reap_dead_runs
@@ -22,8 +22,17 @@ from ragtrack.tracking.traces import count_run_traces
 from tests.processes import markers_at_least, run, start_slow, wait_for
 from tests.server.stack import Target
 
-ARCHIVE = {"report.md", "cases.parquet", "cases_table.json", "manifest.json", "config.yaml",
-           "inputs/0/questions.json", "inputs/1/qaset.json", "prompt/v2.md", "predictions/lora_b__v2.jsonl"}
+ARCHIVE = {
+    "report.md",
+    "cases.parquet",
+    "cases_table.json",
+    "manifest.json",
+    "config.yaml",
+    "inputs/0/questions.json",
+    "inputs/1/qaset.json",
+    "prompt/v2.md",
+    "predictions/lora_b__v2.jsonl",
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +50,11 @@ def test_run_finishes_on_the_server(single):
 
 def test_run_params_are_the_version_stamps(single):
     params = single[1].data.params
-    assert (params["adapter_id"], params["prompt_version"], params["n_cases"]) == ("lumen/policy-qa-lora-b@v2", "v2", "52")
+    assert (params["adapter_id"], params["prompt_version"], params["n_cases"]) == (
+        "lumen/policy-qa-lora-b@v2",
+        "v2",
+        "52",
+    )
 
 
 def test_run_metrics_are_the_scores(single):
@@ -53,7 +66,9 @@ def test_run_metrics_are_linked_to_its_version_on_the_server(single, plain):
     _, r = single
     with plain.reading() as client:
         model = client.get_logged_model(r.data.tags["ragtrack.model_id"])
-    assert model.name.startswith("Qwen2_5-7B-Instruct + lora_b · prompt v2") and any(m.run_id == r.info.run_id for m in model.metrics)
+    assert model.name.startswith("Qwen2_5-7B-Instruct + lora_b · prompt v2") and any(
+        m.run_id == r.info.run_id for m in model.metrics
+    )
 
 
 def test_run_prompt_is_a_version_in_the_servers_prompt_registry(single, plain):
@@ -124,13 +139,21 @@ def rescored(single, plain):
 
 
 def test_rescore_lands_on_the_server_with_its_artifacts(rescored, single, plain):
-    assert (rescored.info.status, rescored.data.tags[RESCORED_FROM_TAG]) == ("FINISHED", single[1].info.run_id)
-    assert rescored.data.metrics["eval_json_v2/eval_score_avg"] == single[1].data.metrics["eval_json_v2/eval_score_avg"]
+    assert (rescored.info.status, rescored.data.tags[RESCORED_FROM_TAG]) == (
+        "FINISHED",
+        single[1].info.run_id,
+    )
+    assert (
+        rescored.data.metrics["eval_json_v2/eval_score_avg"]
+        == single[1].data.metrics["eval_json_v2/eval_score_avg"]
+    )
     assert {"report.md", "cases.parquet", "manifest.json"} <= plain.bucket_files(rescored)
 
 
 def test_compare_reads_both_runs_from_the_server(rescored, single, plain, capsys):
-    out = _main(capsys, "compare", single[1].info.run_id, rescored.info.run_id, "--json", "--tracking-uri", plain.url)
+    out = _main(
+        capsys, "compare", single[1].info.run_id, rescored.info.run_id, "--json", "--tracking-uri", plain.url
+    )
     verdicts = {m["metric"]: m["verdict"] for m in json.loads(out)["metrics"]}
     assert verdicts["eval_json_v2/eval_score_avg"] == "no significant difference"
 
@@ -141,17 +164,25 @@ def test_sweep_children_finish_under_one_parent(plain):
     (parent,) = [r for r in runs if r.data.tags["ragtrack.stage"] == "sweep"]
     children = [r for r in runs if r is not parent]
     assert proc.returncode == 0, proc.stderr
-    assert {(r.info.status, r.data.tags["mlflow.parentRunId"]) for r in children} == {("FINISHED", parent.info.run_id)}
+    assert {(r.info.status, r.data.tags["mlflow.parentRunId"]) for r in children} == {
+        ("FINISHED", parent.info.run_id)
+    }
     assert len(children) == 2 and parent.info.status == "FINISHED"
 
 
 def test_staged_run_nests_dev_and_full_stages(plain):
-    proc = run(["run", "experiment=staged_demo", "adapter=lora_b", "prompt=v2", "tracking.experiment=server-staged"], **plain.env())
+    proc = run(
+        ["run", "experiment=staged_demo", "adapter=lora_b", "prompt=v2", "tracking.experiment=server-staged"],
+        **plain.env(),
+    )
     runs = {r.data.tags["ragtrack.stage"]: r for r in plain.runs("server-staged")}
     assert proc.returncode == 0, proc.stderr
     assert sorted(runs) == ["dev", "full", "staged"]
     assert {runs[s].data.tags["mlflow.parentRunId"] for s in ("dev", "full")} == {runs["staged"].info.run_id}
-    assert runs["dev"].data.params["n_cases"] == "20" and plain.bucket_files(runs["full"]) >= {"report.md", "manifest.json"}
+    assert runs["dev"].data.params["n_cases"] == "20" and plain.bucket_files(runs["full"]) >= {
+        "report.md",
+        "manifest.json",
+    }
 
 
 def test_a_sigkilled_run_on_the_server_is_reaped_killed(plain, tmp_path):
@@ -162,4 +193,7 @@ def test_a_sigkilled_run_on_the_server_is_reaped_killed(plain, tmp_path):
     with plain.reading() as client:
         reaped = reap_dead_runs(client)  # what the next ragtrack command on the server does first
     (r,) = plain.runs("server-reap")
-    assert [x.run_id for x in reaped] == [r.info.run_id] and (r.info.status, r.data.tags[REAPED_TAG]) == ("KILLED", "true")
+    assert [x.run_id for x in reaped] == [r.info.run_id] and (r.info.status, r.data.tags[REAPED_TAG]) == (
+        "KILLED",
+        "true",
+    )

@@ -18,11 +18,14 @@ import pytest
 from tests.processes import run
 
 
-
 def _mount(where: Path, size: str) -> bool:
     where.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def _remount(where: Path, size: str) -> None:
@@ -53,7 +56,9 @@ def too_small_for_the_store(small_disk) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def room_for_the_store_only(small_disk, too_small_for_the_store) -> tuple[subprocess.CompletedProcess[str], Path]:
+def room_for_the_store_only(
+    small_disk, too_small_for_the_store
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     _remount(small_disk, "1300k")
     return _run(small_disk), small_disk
 
@@ -69,7 +74,9 @@ def test_no_room_for_a_new_store_is_one_line(too_small_for_the_store):
     assert too_small_for_the_store.stderr.strip().count("\n") == 0
 
 
-def test_no_room_for_a_new_store_names_the_folder_and_says_no_run_was_logged(too_small_for_the_store, small_disk):
+def test_no_room_for_a_new_store_names_the_folder_and_says_no_run_was_logged(
+    too_small_for_the_store, small_disk
+):
     line = too_small_for_the_store.stderr
     assert (f"disk full writing {small_disk}:" in line, "no run was logged" in line) == (True, True)
 

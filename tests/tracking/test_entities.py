@@ -35,7 +35,10 @@ class Shelf:
 def test_an_existing_entity_is_found_not_created(tmp_path):
     shelf = Shelf()
     shelf.items = ["old"]
-    assert find_or_create(f"sqlite:///{tmp_path}/mlflow.db", shelf.find, shelf.create, str, shelf.delete) == "old"
+    assert (
+        find_or_create(f"sqlite:///{tmp_path}/mlflow.db", shelf.find, shelf.create, str, shelf.delete)
+        == "old"
+    )
 
 
 def test_a_missing_entity_is_created():
@@ -52,7 +55,9 @@ def test_a_job_that_created_a_duplicate_keeps_the_oldest_and_deletes_its_own():
 def test_a_store_that_refuses_an_entity_is_one_warning(caplog):
     with caplog.at_level(logging.WARNING, logger="ragtrack"), optional("versions not logged"):
         raise MlflowException("API not found\nmore detail")
-    assert [r.getMessage() for r in caplog.records] == ["versions not logged (the store refused: API not found)"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "versions not logged (the store refused: API not found)"
+    ]
 
 
 def test_a_full_disk_is_not_swallowed():

@@ -26,8 +26,11 @@ def _link(client: MlflowClient, exp: str, text: str, sha: str, label: str = "v1"
 
 def test_the_same_bytes_reuse_one_version(store):
     client, exp = store
-    assert _link(client, exp, "Answer {{question}}", "s1") == _link(client, exp, "Answer {{question}}", "s1") == (
-        "prompts:/prompted-prompt/1")
+    assert (
+        _link(client, exp, "Answer {{question}}", "s1")
+        == _link(client, exp, "Answer {{question}}", "s1")
+        == ("prompts:/prompted-prompt/1")
+    )
 
 
 def test_new_bytes_make_a_new_version(store):
@@ -47,8 +50,14 @@ def test_the_run_is_linked_to_its_prompt_version(store):
 def test_jobs_registering_one_prompt_at_once_end_on_one_version(store):
     client, exp = store
     got: list[str | None] = []
-    threads = [threading.Thread(target=lambda: got.append(_link(MlflowClient(client.tracking_uri), exp, "Same {{question}}",
-                                                                "same"))) for _ in range(4)]
+    threads = [
+        threading.Thread(
+            target=lambda: got.append(
+                _link(MlflowClient(client.tracking_uri), exp, "Same {{question}}", "same")
+            )
+        )
+        for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:

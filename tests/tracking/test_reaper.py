@@ -7,7 +7,14 @@ import signal
 
 from mlflow.tracking import MlflowClient
 
-from ragtrack.tracking.reaper import PID_TAG, REAPED_TAG, STARTED_TAG, process_alive, process_tags, reap_dead_runs
+from ragtrack.tracking.reaper import (
+    PID_TAG,
+    REAPED_TAG,
+    STARTED_TAG,
+    process_alive,
+    process_tags,
+    reap_dead_runs,
+)
 from tests.processes import markers_at_least, run, runs, start_slow, wait_for
 
 
@@ -62,7 +69,9 @@ def test_run_without_process_tags_is_left_alone(tmp_path):
 
 
 def test_run_of_another_host_is_left_alone(tmp_path):
-    client, run_id = _running_run(tmp_path, {**process_tags(), "ragtrack.host": "elsewhere", PID_TAG: "999999"})
+    client, run_id = _running_run(
+        tmp_path, {**process_tags(), "ragtrack.host": "elsewhere", PID_TAG: "999999"}
+    )
     assert reap_dead_runs(client) == []
 
 

@@ -8,10 +8,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ragtrack.app.cli import main
-from ragtrack.inputs.config import RunConfig
+from ragtrack.app.hydra_app import execute
 from ragtrack.core.errors import InputError
 from ragtrack.core.hashing import sha256_bytes
-from ragtrack.app.hydra_app import execute
+from ragtrack.inputs.config import RunConfig
 from ragtrack.tracking.sink import PROMPT_URI_TAG
 from tests.conftest import make_config
 
@@ -52,7 +52,9 @@ def test_the_run_is_linked_to_the_registry_version_and_registers_no_copy(demo_fi
     client, run_id = _run(demo_files, "prompts:/team-answer/2")
     tags = client.get_run(run_id).data.tags
     assert (tags[PROMPT_URI_TAG], json.loads(tags["mlflow.linkedPrompts"])) == (
-        "prompts:/team-answer/2", [{"name": "team-answer", "version": "2"}])
+        "prompts:/team-answer/2",
+        [{"name": "team-answer", "version": "2"}],
+    )
     assert [p.name for p in client.search_prompts()] == ["team-answer"]
 
 
@@ -60,7 +62,10 @@ def test_audit_reads_the_registry_version_again(demo_files, registered, capsys):
     client, run_id = _run(demo_files, "prompts:/team-answer/2")
     capsys.readouterr()
     assert main(["audit", run_id, "--tracking-uri", client.tracking_uri]) == 0
-    assert "✓ prompt prompts:/team-answer/2: the registry's text hashes to prompt_sha256" in capsys.readouterr().out
+    assert (
+        "✓ prompt prompts:/team-answer/2: the registry's text hashes to prompt_sha256"
+        in capsys.readouterr().out
+    )
 
 
 def test_audit_fails_when_the_registry_version_is_gone(demo_files, registered, capsys):
@@ -68,11 +73,16 @@ def test_audit_fails_when_the_registry_version_is_gone(demo_files, registered, c
     client.delete_prompt_version("team-answer", "2")
     capsys.readouterr()
     assert main(["audit", run_id, "--tracking-uri", client.tracking_uri]) == 1
-    assert "✗ prompt prompts:/team-answer/2: prompts:/team-answer/2: prompt.uri: not found" in capsys.readouterr().out
+    assert (
+        "✗ prompt prompts:/team-answer/2: prompts:/team-answer/2: prompt.uri: not found"
+        in capsys.readouterr().out
+    )
 
 
 def test_a_missing_version_is_bad_input_naming_the_uri(demo_files, registered):
-    with pytest.raises(InputError, match=r"prompts:/team-answer/9: prompt.uri: not found in the Prompt Registry"):
+    with pytest.raises(
+        InputError, match=r"prompts:/team-answer/9: prompt.uri: not found in the Prompt Registry"
+    ):
         _run(demo_files, "prompts:/team-answer/9")
 
 
@@ -83,8 +93,12 @@ def test_a_chat_prompt_is_bad_input(demo_files, registered):
 
 
 def test_a_file_and_a_uri_at_once_is_bad_input(demo_files):
-    with pytest.raises(InputError, match=r"prompt: a prompt is a file \(`path`\) or a Prompt Registry version"):
-        make_config(demo_files, prompt={"version": "v1", "path": str(demo_files["prompt"]), "uri": "prompts:/p/1"})
+    with pytest.raises(
+        InputError, match=r"prompt: a prompt is a file \(`path`\) or a Prompt Registry version"
+    ):
+        make_config(
+            demo_files, prompt={"version": "v1", "path": str(demo_files["prompt"]), "uri": "prompts:/p/1"}
+        )
 
 
 @pytest.mark.parametrize("uri", ["team-answer", "prompts:/team-answer", "prompts:/a/b/1", "models:/m/1"])
@@ -94,8 +108,14 @@ def test_a_malformed_uri_is_bad_input(demo_files, uri):
 
 
 def test_the_label_comes_from_the_uri_unless_given(demo_files):
-    labels = [make_config(demo_files, prompt=p).prompt.label
-              for p in ({"uri": "prompts:/p/3"}, {"uri": "prompts:/p@prod"}, {"uri": "prompts:/p/3", "version": "v9"})]
+    labels = [
+        make_config(demo_files, prompt=p).prompt.label
+        for p in (
+            {"uri": "prompts:/p/3"},
+            {"uri": "prompts:/p@prod"},
+            {"uri": "prompts:/p/3", "version": "v9"},
+        )
+    ]
     assert labels == ["p-v3", "p@prod", "v9"]
 
 
@@ -109,12 +129,16 @@ def test_a_config_from_before_prompt_uri_keeps_its_hash():
         "generator": {"name": "replay", "params": {"path": "p.jsonl"}},
         "scorers": {"eval_json_v2": {}},
     }
-    assert RunConfig.from_container(data).sha256 == "2517dd9d94ba1b431331336958639da9ade03df3656ce1936cbdf8b70967cd7c"
+    assert (
+        RunConfig.from_container(data).sha256
+        == "2517dd9d94ba1b431331336958639da9ade03df3656ce1936cbdf8b70967cd7c"
+    )
 
 
 def test_the_runner_alone_cannot_fetch_a_registry_prompt(demo_files):
     from ragtrack.run.runner import prepare
 
-    with pytest.raises(InputError, match="prompt.uri: a Prompt Registry prompt is fetched from a tracking store"):
+    with pytest.raises(
+        InputError, match="prompt.uri: a Prompt Registry prompt is fetched from a tracking store"
+    ):
         prepare(make_config(demo_files, prompt={"uri": "prompts:/p/1"}))
-

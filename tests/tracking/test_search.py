@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragtrack.tracking import search
 from ragtrack.core.errors import InputError
+from ragtrack.tracking import search
 from ragtrack.tracking.reader import find_runs, get_run
 from ragtrack.tracking.search import all_experiment_ids, all_runs, equals
 
@@ -18,7 +18,10 @@ def store(tmp_path_factory) -> tuple[str, MlflowClient, str]:
     uri = f"sqlite:///{tmp_path_factory.mktemp('search') / 'mlflow.db'}"
     client = MlflowClient(uri)
     exp = client.create_experiment("quoted")
-    for value in [*VALUES, "both _ and _"]:  # the last one only looks like the LIKE pattern of "both ' and \""
+    for value in [
+        *VALUES,
+        "both _ and _",
+    ]:  # the last one only looks like the LIKE pattern of "both ' and \""
         run = client.create_run(exp, tags={"ragtrack.stage": "full"})
         client.log_param(run.info.run_id, "p", value)
         client.set_terminated(run.info.run_id, "FINISHED")

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ragtrack.app.hydra_app import execute
 from ragtrack.core.errors import InputError
 from ragtrack.core.hashing import sha1_file, sha256_file
-from ragtrack.app.hydra_app import execute
 from ragtrack.core.termination import Terminated
 from ragtrack.tracking import end_sweep_parent, resolve_tracking_uri, start_sweep_parent
 from ragtrack.tracking.reaper import HOST_TAG
@@ -49,7 +49,11 @@ def test_run_ends_finished(logged):
 def test_version_stamps_are_params(logged, demo_files):
     _, run, _, _ = logged
     p = run.data.params
-    assert (p["model_id"], p["adapter_id"], p["prompt_version"]) == ("Qwen/Qwen2.5-7B-Instruct", "lumen/lora-a@v1", "v1")
+    assert (p["model_id"], p["adapter_id"], p["prompt_version"]) == (
+        "Qwen/Qwen2.5-7B-Instruct",
+        "lumen/lora-a@v1",
+        "v1",
+    )
     assert p["prompt_sha256"] == sha256_file(demo_files["prompt"])
     assert p["index_version"] == f"chunks@{sha1_file(demo_files['chunks'])}"
     assert p["eval_set_version"].startswith(f"questions@{sha1_file(demo_files['questions'])}+qaset@")
@@ -65,11 +69,14 @@ def test_scorer_versions_and_parameters_are_params(logged):
 def test_scorer_code_hashes_are_params_and_in_the_manifest(logged):
     client, run, result, _ = logged
     p = run.data.params
-    manifest = json.loads(Path(client.download_artifacts(run.info.run_id, "manifest.json")).read_text(encoding="utf-8"))
+    manifest = json.loads(
+        Path(client.download_artifacts(run.info.run_id, "manifest.json")).read_text(encoding="utf-8")
+    )
     for s in result.manifest.scorers:
         assert p[f"scorer/{s.name}/code_sha256"] == s.code_sha256
         assert {"name": s.name, "code_sha256": s.code_sha256}.items() <= next(
-            m for m in manifest["scorers"] if m["name"] == s.name).items()
+            m for m in manifest["scorers"] if m["name"] == s.name
+        ).items()
 
 
 def test_provenance_params(logged):
@@ -96,9 +103,17 @@ def test_artifacts_are_logged(logged):
     client, run, _, _ = logged
     paths = set(_artifact_paths(client, run.info.run_id))
     assert {
-        "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml", "predictions/bad.jsonl",
-        "prompt/prompt.md", "inputs/0/questions.json", "inputs/1/qaset.json",
-        "reports/eval_json_v2.md", "reports/refusal_citation.md",
+        "cases.parquet",
+        "cases_table.json",
+        "report.md",
+        "manifest.json",
+        "config.yaml",
+        "predictions/bad.jsonl",
+        "prompt/prompt.md",
+        "inputs/0/questions.json",
+        "inputs/1/qaset.json",
+        "reports/eval_json_v2.md",
+        "reports/refusal_citation.md",
     } <= paths
 
 
@@ -119,18 +134,29 @@ def test_manifest_artifact_matches_result(logged, tmp_path):
     }
 
 
-ARCHIVE_KEYS = {"tracking", "eval_files", "prompt_artifact_path", "predictions_artifact_path", "predictions_sha1"}
+ARCHIVE_KEYS = {
+    "tracking",
+    "eval_files",
+    "prompt_artifact_path",
+    "predictions_artifact_path",
+    "predictions_sha1",
+}
 
 
 def test_bad_input_creates_no_run_and_no_store(demo_files):
-    cfg = make_config(demo_files, generator={"name": "replay", "params": {"path": str(demo_files["questions"].parent / "nope.jsonl")}})
+    cfg = make_config(
+        demo_files,
+        generator={"name": "replay", "params": {"path": str(demo_files["questions"].parent / "nope.jsonl")}},
+    )
     with pytest.raises(InputError, match="nope.jsonl"):
         execute(cfg)
     assert not (demo_files["questions"].parent / "mlflow.db").exists()
 
 
 def test_failure_during_the_run_ends_failed(demo_files):
-    cfg = make_config(demo_files, generator={"name": "callable", "params": {"target": "tests.generators.sample_fns:broken"}})
+    cfg = make_config(
+        demo_files, generator={"name": "callable", "params": {"target": "tests.generators.sample_fns:broken"}}
+    )
     with pytest.raises(RuntimeError, match="model server said no"):
         execute(cfg)
     _, runs = _runs(cfg)
@@ -156,7 +182,11 @@ def test_staged_run_nests_dev_and_full_under_parent(demo_files):
     execute(cfg)
     _, runs = _runs(cfg)
     parent = next(r for r in runs if r.data.tags["ragtrack.stage"] == "staged")
-    children = {r.data.tags["ragtrack.stage"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    children = {
+        r.data.tags["ragtrack.stage"]: r
+        for r in runs
+        if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id
+    }
     assert set(children) == {"dev", "full"}
 
 
@@ -211,9 +241,19 @@ def test_case_table_loads_through_mlflow_load_table(logged, monkeypatch):
 
 def test_manifest_records_the_mlflow_run_and_library_versions(logged, tmp_path):
     client, run, _, _ = logged
-    m = json.loads(Path(client.download_artifacts(run.info.run_id, "manifest.json", str(tmp_path))).read_text())
+    m = json.loads(
+        Path(client.download_artifacts(run.info.run_id, "manifest.json", str(tmp_path))).read_text()
+    )
     assert (m["tracking"]["run_id"], m["tracking"]["experiment_name"]) == (run.info.run_id, "tests")
-    assert set(m["packages"]) == {"mlflow", "pydantic", "pandas", "rapidfuzz", "sentence-transformers", "hydra-core", "omegaconf"}
+    assert set(m["packages"]) == {
+        "mlflow",
+        "pydantic",
+        "pandas",
+        "rapidfuzz",
+        "sentence-transformers",
+        "hydra-core",
+        "omegaconf",
+    }
 
 
 def test_report_header_names_the_run(logged, tmp_path):
@@ -249,8 +289,10 @@ def test_killed_sweep_ends_its_children_on_this_host_and_leaves_other_hosts_jobs
     parent = start_sweep_parent(uri, "tests", "sweep", {})
     client = MlflowClient(uri)
     exp_id = client.get_run(parent).info.experiment_id
-    local, remote = (client.create_run(exp_id, tags={"mlflow.parentRunId": parent, HOST_TAG: h}).info.run_id
-                     for h in (client.get_run(parent).data.tags[HOST_TAG], "gpu-node-7"))
+    local, remote = (
+        client.create_run(exp_id, tags={"mlflow.parentRunId": parent, HOST_TAG: h}).info.run_id
+        for h in (client.get_run(parent).data.tags[HOST_TAG], "gpu-node-7")
+    )
     end_sweep_parent(uri, parent, "KILLED", failed_jobs=0, error=Terminated(signal.SIGTERM))
     assert [client.get_run(r).info.status for r in (parent, local, remote)] == ["KILLED", "KILLED", "RUNNING"]
 

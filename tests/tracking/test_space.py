@@ -11,11 +11,14 @@ from ragtrack.core.errors import DiskFull
 from ragtrack.tracking.space import local_dir, require, tree_bytes
 
 
-@pytest.mark.parametrize(("uri", "folder"), [
-    ("file:///srv/mlartifacts/1/abc/artifacts", Path("/srv/mlartifacts/1/abc/artifacts")),
-    ("/srv/a%20b", Path("/srv/a%20b")),
-    ("file:///srv/a%20b", Path("/srv/a b")),
-])
+@pytest.mark.parametrize(
+    ("uri", "folder"),
+    [
+        ("file:///srv/mlartifacts/1/abc/artifacts", Path("/srv/mlartifacts/1/abc/artifacts")),
+        ("/srv/a%20b", Path("/srv/a%20b")),
+        ("file:///srv/a%20b", Path("/srv/a b")),
+    ],
+)
 def test_local_artifact_uris_are_folders(uri, folder):
     assert local_dir(uri) == folder
 

@@ -32,10 +32,20 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 BIN = Path(sys.executable).parent
 EXPERIMENT = "ragtrack-demo"
 COMBOS = list(product(("base", "lora_a", "lora_b"), ("v1", "v2")))
-SEEDS = ("0", "1")  # stages.dev_seed: unused by the single stage, it only doubles the sweep's jobs (12, more than its 8 workers)
+SEEDS = (
+    "0",
+    "1",
+)  # stages.dev_seed: unused by the single stage, it only doubles the sweep's jobs (12, more than its 8 workers)
 ARTIFACTS = {
-    "cases.parquet", "cases_table.json", "report.md", "manifest.json", "config.yaml",
-    "inputs/0/questions.json", "inputs/1/qaset.json", "reports/eval_json_v2.md", "reports/refusal_citation.md",
+    "cases.parquet",
+    "cases_table.json",
+    "report.md",
+    "manifest.json",
+    "config.yaml",
+    "inputs/0/questions.json",
+    "inputs/1/qaset.json",
+    "reports/eval_json_v2.md",
+    "reports/refusal_citation.md",
 }
 
 
@@ -67,7 +77,9 @@ def _env() -> dict[str, str]:
 
 def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen([BIN / "ragtrack", "run", *args], cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [BIN / "ragtrack", "run", *args], cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT
+        )
 
 
 def _wait(procs: list[tuple[subprocess.Popen[bytes], Path]]) -> list[Finished]:
@@ -81,7 +93,13 @@ def simultaneous(tmp_path_factory) -> Store:
     db = tmp / "store" / "mlflow.db"  # the directory does not exist yet either
     uri = f"sqlite:///{db}"
     procs = [
-        (_start([f"adapter={a}", f"prompt={p}", f"tracking.uri={uri}", f"hydra.run.dir={tmp / f'hydra{i}'}"], tmp / f"{i}.log"), tmp / f"{i}.log")
+        (
+            _start(
+                [f"adapter={a}", f"prompt={p}", f"tracking.uri={uri}", f"hydra.run.dir={tmp / f'hydra{i}'}"],
+                tmp / f"{i}.log",
+            ),
+            tmp / f"{i}.log",
+        )
         for i, (a, p) in enumerate(COMBOS)
     ]
     return Store(uri, db, _wait(procs))
@@ -93,8 +111,16 @@ def sweep(tmp_path_factory) -> Store:
     tmp = tmp_path_factory.mktemp("sweep")
     db = tmp / "mlflow.db"
     uri = f"sqlite:///{db}"
-    args = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=8", "adapter=base,lora_a,lora_b", "prompt=v1,v2",
-            f"stages.dev_seed={','.join(SEEDS)}", f"tracking.uri={uri}", f"hydra.sweep.dir={tmp / 'hydra'}"]
+    args = [
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=8",
+        "adapter=base,lora_a,lora_b",
+        "prompt=v1,v2",
+        f"stages.dev_seed={','.join(SEEDS)}",
+        f"tracking.uri={uri}",
+        f"hydra.sweep.dir={tmp / 'hydra'}",
+    ]
     return Store(uri, db, _wait([(_start(args, tmp / "sweep.log"), tmp / "sweep.log")]))
 
 
@@ -104,8 +130,8 @@ def expected_metrics() -> dict[tuple[str, str], int]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from ragtrack.inputs.config import RunConfig
     from ragtrack.app.hydra_app import CONF_DIR
+    from ragtrack.inputs.config import RunConfig
     from ragtrack.run.runner import run_job
 
     out = {}
@@ -157,7 +183,9 @@ def _alembic_tmp_tables(db: Path) -> list[str]:
 
 
 def test_every_simultaneous_process_succeeds(simultaneous):
-    assert [p.returncode for p in simultaneous.processes] == [0] * len(COMBOS), "\n".join(p.output[-3000:] for p in simultaneous.processes)
+    assert [p.returncode for p in simultaneous.processes] == [0] * len(COMBOS), "\n".join(
+        p.output[-3000:] for p in simultaneous.processes
+    )
 
 
 def test_every_simultaneous_process_lands_one_finished_run(simultaneous):
@@ -193,7 +221,9 @@ def test_simultaneous_processes_register_each_prompt_content_once(simultaneous):
 
 def test_simultaneous_processes_create_one_evaluation_dataset(simultaneous):
     client = MlflowClient(simultaneous.uri)
-    datasets = client.search_datasets(experiment_ids=[client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    datasets = client.search_datasets(
+        experiment_ids=[client.get_experiment_by_name(EXPERIMENT).experiment_id]
+    )
     assert len(datasets) == 1
 
 
@@ -202,7 +232,11 @@ def test_simultaneous_processes_leave_no_half_migrated_table(simultaneous):
 
 
 def test_store_takes_a_further_run_afterwards(simultaneous, tmp_path):
-    args = ["tracking.experiment=afterwards", f"tracking.uri={simultaneous.uri}", f"hydra.run.dir={tmp_path / 'hydra'}"]
+    args = [
+        "tracking.experiment=afterwards",
+        f"tracking.uri={simultaneous.uri}",
+        f"hydra.run.dir={tmp_path / 'hydra'}",
+    ]
     (after,) = _wait([(_start(args, tmp_path / "after.log"), tmp_path / "after.log")])
     client = MlflowClient(simultaneous.uri)
     (run,) = client.search_runs([client.get_experiment_by_name("afterwards").experiment_id])
@@ -222,7 +256,8 @@ def test_all_12_sweep_jobs_finish_under_the_parent(sweep):
     children = _runs(sweep)
     jobs = {r.data.tags["ragtrack.hydra_overrides"] for r in children}
     assert (len(jobs), {(r.info.status, r.data.tags["mlflow.parentRunId"]) for r in children}) == (
-        len(COMBOS) * len(SEEDS), {("FINISHED", parent.info.run_id)}
+        len(COMBOS) * len(SEEDS),
+        {("FINISHED", parent.info.run_id)},
     )
 
 
@@ -234,7 +269,10 @@ def test_sweep_jobs_of_one_configuration_share_one_version(sweep):
     client = MlflowClient(sweep.uri)
     exp = client.get_experiment_by_name(EXPERIMENT).experiment_id
     keys = [m.tags["ragtrack.version_key"] for m in client.search_logged_models([exp])]
-    assert (len(keys), len(set(keys))) == (6, 6)  # 12 jobs, 6 configurations (the seed is unused by a single stage)
+    assert (len(keys), len(set(keys))) == (
+        6,
+        6,
+    )  # 12 jobs, 6 configurations (the seed is unused by a single stage)
 
 
 def test_every_sweep_job_has_its_artifacts(sweep):
@@ -275,7 +313,9 @@ def test_open_client_is_cached_per_uri(tmp_path):
     assert open_client(uri) is open_client(uri)
 
 
-@pytest.mark.parametrize("uri", ["http://127.0.0.1:5000", "postgresql://u@h/db", "sqlite:///:memory:", "sqlite://"])
+@pytest.mark.parametrize(
+    "uri", ["http://127.0.0.1:5000", "postgresql://u@h/db", "sqlite:///:memory:", "sqlite://"]
+)
 def test_only_sqlite_files_get_a_lock(uri):
     assert sqlite_path(uri) is None
 
@@ -289,7 +329,9 @@ def test_relative_sqlite_path_is_resolved(tmp_path, monkeypatch):
 
 
 def _dataset(name: str) -> DatasetInput:
-    ds = Dataset(name=name, digest=uuid.uuid4().hex[:36], source_type="local", source=json.dumps({"uri": "file:///x"}))
+    ds = Dataset(
+        name=name, digest=uuid.uuid4().hex[:36], source_type="local", source=json.dumps({"uri": "file:///x"})
+    )
     return DatasetInput(ds, [InputTag("mlflow.data.context", "eval")])
 
 

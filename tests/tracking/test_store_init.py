@@ -126,8 +126,14 @@ def test_a_creator_killed_mid_way_leaves_nothing_the_next_opener_keeps(tmp_path)
 
 
 def _store_init(uri: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "ragtrack.app.cli", "store", "init", "--tracking-uri", uri], cwd=ROOT,
-                            env=env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ragtrack.app.cli", "store", "init", "--tracking-uri", uri],
+        cwd=ROOT,
+        env=env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_store_init_creates_the_store(tmp_path):

@@ -8,18 +8,29 @@ import pytest
 from mlflow.tracing.client import TracingClient
 from mlflow.tracking import MlflowClient
 
+from ragtrack.core.types import ContextChunk
 from ragtrack.run.case_traces import CaseAssessment, CaseTrace
 from ragtrack.tracking.trace_batch import assessment_row, start_traces
 from ragtrack.tracking.traces import _entities
-from ragtrack.core.types import ContextChunk
 from tests.conftest import clone_store
 
 CASES = [
-    CaseTrace(case_id=f"c{i}", question=f"退款多久到账？ #{i}", answer=f"answer {i}", latency_ms=12.5 * i,
-              contexts=[ContextChunk(text="退款将在审核通过后7个工作日内原路退回。", source_path="docs/refund.md", id="r#1")],
-              assessments=[CaseAssessment(name="s/score", value=i / 3, rationale="why" if i else None, source="s@1"),
-                           CaseAssessment(name="s/label", value="OK", source="s@1"),
-                           CaseAssessment(name="s/skipped", value=None, rationale="not scored: no `expected`", source="s@1")])
+    CaseTrace(
+        case_id=f"c{i}",
+        question=f"退款多久到账？ #{i}",
+        answer=f"answer {i}",
+        latency_ms=12.5 * i,
+        contexts=[
+            ContextChunk(
+                text="退款将在审核通过后7个工作日内原路退回。", source_path="docs/refund.md", id="r#1"
+            )
+        ],
+        assessments=[
+            CaseAssessment(name="s/score", value=i / 3, rationale="why" if i else None, source="s@1"),
+            CaseAssessment(name="s/label", value="OK", source="s@1"),
+            CaseAssessment(name="s/skipped", value=None, rationale="not scored: no `expected`", source="s@1"),
+        ],
+    )
     for i in range(3)
 ]
 
@@ -48,8 +59,10 @@ def _written(uri: str, client: MlflowClient, batched: bool) -> list[dict]:
             got.pop(key)
         got["tags"].pop("mlflow.artifactLocation")
         got["trace_metadata"].pop("mlflow.sourceRun")
-        got["assessments"] = [{k: v for k, v in a.items() if k not in ("assessment_id", "trace_id", "span_id", "metadata")}
-                              for a in got["assessments"]]
+        got["assessments"] = [
+            {k: v for k, v in a.items() if k not in ("assessment_id", "trace_id", "span_id", "metadata")}
+            for a in got["assessments"]
+        ]
         out.append(got)
     return out
 
@@ -65,10 +78,17 @@ def test_batched_traces_write_the_same_rows_in_every_trace_table(store):
     _written(uri, client, batched=False)
     db = uri.removeprefix("sqlite:///")
     with sqlite3.connect(db) as con:
-        for table, key in (("trace_tags", "request_id"), ("trace_request_metadata", "request_id"),
-                           ("assessments", "trace_id")):
-            per_experiment = dict(con.execute(f"SELECT t.experiment_id, count(*) FROM {table} x "
-                                              f"JOIN trace_info t ON t.request_id = x.{key} GROUP BY t.experiment_id"))
+        for table, key in (
+            ("trace_tags", "request_id"),
+            ("trace_request_metadata", "request_id"),
+            ("assessments", "trace_id"),
+        ):
+            per_experiment = dict(
+                con.execute(
+                    f"SELECT t.experiment_id, count(*) FROM {table} x "
+                    f"JOIN trace_info t ON t.request_id = x.{key} GROUP BY t.experiment_id"
+                )
+            )
             assert (len(per_experiment), len(set(per_experiment.values()))) == (2, 1), (table, per_experiment)
 
 
@@ -79,11 +99,21 @@ def test_an_assessment_row_is_the_one_mlflows_orm_builds(value):
 
     from ragtrack.tracking.trace_batch import _given, _internals
 
-    feedback = Feedback(name="s/x", value=value, rationale="why", source=AssessmentSource(source_type="CODE", source_id="s@1"),
-                        trace_id="tr-1", span_id="ab", metadata={"mlflow.assessment.sourceRunId": "r"},
-                        create_time_ms=5, last_update_time_ms=6)
+    feedback = Feedback(
+        name="s/x",
+        value=value,
+        rationale="why",
+        source=AssessmentSource(source_type="CODE", source_id="s@1"),
+        trace_id="tr-1",
+        span_id="ab",
+        metadata={"mlflow.assessment.sourceRunId": "r"},
+        create_time_ms=5,
+        last_update_time_ms=6,
+    )
     feedback.assessment_id = "a-1"
-    assert assessment_row(_internals(), feedback, now=7) == _given(SqlAssessments.from_mlflow_entity(feedback))
+    assert assessment_row(_internals(), feedback, now=7) == _given(
+        SqlAssessments.from_mlflow_entity(feedback)
+    )
 
 
 def test_a_store_it_cannot_batch_writes_nothing_and_says_so(store):

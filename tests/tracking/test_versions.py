@@ -35,15 +35,23 @@ def test_a_version_is_created_once_and_found_again(store):
 def test_another_configuration_is_another_version(store):
     client, exp = store
     run = client.create_run(exp).info.run_id
-    assert ensure_version(client, exp, _version("one"), run) != ensure_version(client, exp, _version("two"), run)
+    assert ensure_version(client, exp, _version("one"), run) != ensure_version(
+        client, exp, _version("two"), run
+    )
 
 
 def test_jobs_creating_one_version_at_once_end_on_one(store):
     client, exp = store
     run = client.create_run(exp).info.run_id
     got: list[str | None] = []
-    threads = [threading.Thread(target=lambda: got.append(ensure_version(MlflowClient(client.tracking_uri), exp,
-                                                                          _version("raced"), run))) for _ in range(4)]
+    threads = [
+        threading.Thread(
+            target=lambda: got.append(
+                ensure_version(MlflowClient(client.tracking_uri), exp, _version("raced"), run)
+            )
+        )
+        for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -69,12 +77,16 @@ def test_a_logged_run_links_its_metrics_to_its_version(demo_store):
 
 def test_runs_of_one_configuration_share_one_version(demo_store):
     client = MlflowClient(demo_store.uri)
-    assert len({client.get_run(demo_store.ids[k]).data.tags[MODEL_ID_TAG] for k in ("a", "same", "planted")}) == 1
+    assert (
+        len({client.get_run(demo_store.ids[k]).data.tags[MODEL_ID_TAG] for k in ("a", "same", "planted")})
+        == 1
+    )
 
 
 def test_each_trace_carries_its_version(demo_store):
     client = MlflowClient(demo_store.uri)
     run = client.get_run(demo_store.ids["a"])
-    traces = TracingClient(demo_store.uri).search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id,
-                                                        max_results=5)
+    traces = TracingClient(demo_store.uri).search_traces(
+        locations=[run.info.experiment_id], run_id=run.info.run_id, max_results=5
+    )
     assert {t.info.trace_metadata.get("mlflow.modelId") for t in traces} == {run.data.tags[MODEL_ID_TAG]}
