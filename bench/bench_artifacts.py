@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _measured(cmd: list[str], cwd: Path) -> tuple[int, str, str, float, float, float]:
-    """The command's exit code, stdout, stderr, wall time, CPU time (user + system) and peak RSS in MB (its own,
-    from `wait4`)."""
+    """The command's exit code, stdout, stderr, wall time, CPU time (user + system) and peak RSS in MB (its
+    own, from `wait4`)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
@@ -93,7 +93,8 @@ def main() -> None:
             f"ragtrack run, {args.cases:,} cases: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:,.0f} MB"
         )
         print(
-            f"  artifacts {sum(sizes.values()) / 1e6:8.2f} MB in all; archived inputs {sum(inputs.values()) / 1e6:.2f} MB"
+            f"  artifacts {sum(sizes.values()) / 1e6:8.2f} MB in all; archived inputs "
+            f"{sum(inputs.values()) / 1e6:.2f} MB"
         )
         for path, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:10]:
             print(f"    {size / 1e6:8.2f} MB  {path}")

@@ -1,4 +1,4 @@
-"""The `llm` backends of `rag` and `earag` against a loopback judge with a fixed delay: requests per case, wall time.
+"""The `llm` backends of `rag`/`earag` against a loopback judge of fixed delay: requests per case, wall time.
 
     python bench/bench_llm_judge.py [--cases 40] [--delay 0.05] [--levels 1,4,16]
 
@@ -65,7 +65,8 @@ def main() -> int:
     with server_process("--judge", "--delay", str(args.delay)) as url:
         print(f"server {url}, delay {args.delay * 1000:.0f} ms per reply, {args.cases} cases of {K} chunks")
         print(
-            f"{'scorer':>6} {'conc.':>5} {'requests':>8} {'req/case':>8} {'seconds':>8} {'bound s':>8} {'ratio':>6}"
+            f"{'scorer':>6} {'conc.':>5} {'requests':>8} {'req/case':>8} {'seconds':>8} {'bound s':>8} "
+            f"{'ratio':>6}"
         )
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("rag", "earag"):
@@ -79,13 +80,15 @@ def main() -> int:
                     n = out.metrics[f"{name}/llm/requests"]
                     bound = sum(math.ceil(q * args.cases / level) for q in rounds[name]) * args.delay
                     print(
-                        f"{name:>6} {level:>5} {n:>8.0f} {n / args.cases:>8.1f} {elapsed:>8.2f} {bound:>8.2f} {bound / elapsed:>6.1%}"
+                        f"{name:>6} {level:>5} {n:>8.0f} {n / args.cases:>8.1f} {elapsed:>8.2f} "
+                        f"{bound:>8.2f} {bound / elapsed:>6.1%}"
                     )
                 t0 = time.perf_counter()
                 again = scorer.score(b)
                 print(
                     f"{name:>6} re-run: {again.metrics[f'{name}/llm/requests']:.0f} requests, "
-                    f"{again.metrics[f'{name}/llm/cache_hits']:.0f} cache hits, {time.perf_counter() - t0:.2f} s"
+                    f"{again.metrics[f'{name}/llm/cache_hits']:.0f} cache hits, "
+                    f"{time.perf_counter() - t0:.2f} s"
                 )
     return 0
 

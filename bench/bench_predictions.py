@@ -87,14 +87,16 @@ def main() -> None:
         n_lines = build(preds, args.mb)
         size_mb = preds.stat().st_size / 1e6
         print(
-            f"predictions file: {size_mb:.0f} MB, {n_lines} lines, 52 cases (built in {time.perf_counter() - t0:.1f} s)"
+            f"predictions file: {size_mb:.0f} MB, {n_lines} lines, 52 cases (built in "
+            f"{time.perf_counter() - t0:.1f} s)"
         )
 
         wall, peak, out = measure([sys.executable, "-c", MATCH, str(preds), *eval_files])
         base, match_s, unmatched, dups, missing = out.split()
         print(
-            f"match  wall {wall:6.2f} s (match_prediction_file {float(match_s):.2f} s)  peak RSS {peak / 1024:7.1f} MB  "
-            f"(after imports {int(base) / 1024:.1f} MB; unmatched {unmatched}, duplicates {dups}, missing {missing})"
+            f"match  wall {wall:6.2f} s (match_prediction_file {float(match_s):.2f} s)  peak RSS "
+            f"{peak / 1024:7.1f} MB  (after imports {int(base) / 1024:.1f} MB; unmatched {unmatched}, "
+            f"duplicates {dups}, missing {missing})"
         )
 
         score = [
@@ -114,7 +116,8 @@ def main() -> None:
             score += ["--eval-set", f]
         wall, peak, out = measure(score)
         print(
-            f"score  wall {wall:6.2f} s  peak RSS {peak / 1024:7.1f} MB  (ragtrack score --json, both scorers)"
+            f"score  wall {wall:6.2f} s  peak RSS {peak / 1024:7.1f} MB  (ragtrack score --json, both "
+            "scorers)"
         )
     finally:
         if args.keep_file:

@@ -182,8 +182,8 @@ def _spread(values: list[float]) -> str:
 
 
 def throughput(batch: Batch, name: str, rounds: int) -> None:
-    """Scorer and raw encode in `rounds` rounds, their order alternating (the CPU is shared): median [range] of each,
-    wall and CPU (all threads), and the ratio of the medians."""
+    """Scorer and raw encode in `rounds` rounds, their order alternating (the CPU is shared): median [range]
+    of each, wall and CPU (all threads), and the ratio of the medians."""
     scored: list[tuple[float, float, float]] = []
     raw: list[tuple[float, float]] = []
     _, _, rec = _scored(batch, name)  # a warm-up round, not counted: it names the texts the raw encode gets
@@ -205,8 +205,8 @@ def throughput(batch: Batch, name: str, rounds: int) -> None:
         )
     }
     print(
-        f"{name:<6} {len(batch.cases):>6} cases, {len(distinct):>6} distinct texts, median [range] of {rounds} "
-        "alternated rounds:"
+        f"{name:<6} {len(batch.cases):>6} cases, {len(distinct):>6} distinct texts, median [range] of "
+        f"{rounds} alternated rounds:"
     )
     print(
         f"  scorer      wall {_spread([s[0] for s in scored])} s, CPU {_spread([s[1] for s in scored])} s "
@@ -215,7 +215,8 @@ def throughput(batch: Batch, name: str, rounds: int) -> None:
     )
     print(f"  raw encode  wall {_spread([r[0] for r in raw])} s, CPU {_spread([r[1] for r in raw])} s")
     print(
-        f"  ratio of medians: wall {med['sw'] / med['rw']:.2f}, CPU {med['sc'] / med['rc']:.2f}  (target ≤ 1.25)"
+        f"  ratio of medians: wall {med['sw'] / med['rw']:.2f}, CPU {med['sc'] / med['rc']:.2f}  (target ≤ "
+        "1.25)"
     )
 
 
@@ -241,8 +242,8 @@ def latency(threads: int, per_thread: int) -> None:
     times.sort()
     p95 = times[max(0, int(round(0.95 * len(times))) - 1)]
     print(
-        f"earag single-answer latency, {threads} threads x {per_thread}: p50 {statistics.median(times):.3f} s  "
-        f"p95 {p95:.3f} s  max {times[-1]:.3f} s"
+        f"earag single-answer latency, {threads} threads x {per_thread}: p50 {statistics.median(times):.3f} "
+        f"s  p95 {p95:.3f} s  max {times[-1]:.3f} s"
     )
 
 
@@ -256,11 +257,12 @@ def main() -> None:
     )
     args = ap.parse_args()
     print(
-        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} on {os.cpu_count()} CPUs",
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} on "
+        f"{os.cpu_count()} CPUs",
         flush=True,
     )
     emb = embeddings.shared()
-    emb.identity  # hash the weights once, outside the timings
+    _ = emb.identity  # hash the weights once, outside the timings
     embeddings._load(emb.folder)
     raw_encode(["warm up"])
     from ragtrack.nlp.entities import extract

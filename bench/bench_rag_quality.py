@@ -1,6 +1,7 @@
 """Pairwise accuracy of the `rag` and `earag` metrics on the hand-written dev set (bench/rag_pairs/).
 
-    python bench/bench_rag_quality.py [--split tune|holdout|blind|heldout|all] [--show-misses] [--param rag.support_threshold=0.8 ...]
+    python bench/bench_rag_quality.py [--split tune|holdout|blind|heldout|all] [--show-misses]
+        [--param rag.support_threshold=0.8 ...]
     python bench/bench_rag_quality.py --write-reliability     # ragtrack/scorers/reliability/{rag,earag}.json
 
 For each metric, each pair has a better and a worse side that a careful reader tells
@@ -161,7 +162,8 @@ SPLITS = ("tune", "holdout", "blind", "heldout")
 
 
 def load_topics(split: str = "all", langs: Iterable[str] = ("en", "zh")) -> list[tuple[str, dict[str, Any]]]:
-    """(language, topic) of every topic file (`<lang>.json`, `tune2_<lang>.json`, `heldout_<lang>.json`) in `split`."""
+    """(language, topic) of every topic file (`<lang>.json`, `tune2_<lang>.json`, `heldout_<lang>.json`) in
+    `split`."""
     out = []
     for path in sorted(PAIRS_DIR.glob("*.json")):
         lang = path.stem.rpartition("_")[2]
@@ -253,7 +255,8 @@ def pairs_sha256() -> str:
 
 
 def reliabilities() -> dict[str, Reliability]:
-    """The shipped scorers' reliability, with their default parameters (the offline backend), on every pair."""
+    """The shipped scorers' reliability, with their default parameters (the offline backend), on every
+    pair."""
     pairs = load_pairs("all")
     got, _ = credits(pairs)
     by: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = defaultdict(
@@ -273,9 +276,10 @@ def reliabilities() -> dict[str, Reliability]:
             backend=defaults.backend,
             model=defaults.model,
             pairs_sha256=pairs_sha256(),
-            method="pairwise accuracy: the share of pairs of bench/rag_pairs/ where the better side scores better (lower "
-            "for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: the pairs written "
-            "before any rule was tuned and never studied since; `all`: every pair (most were tuned on)",
+            method="pairwise accuracy: the share of pairs of bench/rag_pairs/ where the better side scores "
+            "better (lower for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: "
+            "the pairs written before any rule was tuned and never studied since; `all`: every pair (most "
+            "were tuned on)",
             metrics={
                 m: {
                     s: {lang: Accuracy.of(c) for lang, c in sorted(langs.items())}
@@ -323,7 +327,8 @@ def main() -> None:
         for path in write_reliability():
             rel = Reliability.model_validate_json(path.read_text(encoding="utf-8"))
             print(
-                f"{path.relative_to(PAIRS_DIR.parents[1])}: {rel.scorer} v{rel.version}, {rel.backend} backend"
+                f"{path.relative_to(PAIRS_DIR.parents[1])}: {rel.scorer} v{rel.version}, {rel.backend} "
+                "backend"
             )
             for metric, sets in rel.metrics.items():
                 held = sets.get(HELD_OUT, {})
@@ -343,13 +348,14 @@ def main() -> None:
     for metric in sorted(acc):
         a = acc[metric]
         print(
-            f"{metric:<26} {n[metric]:>5} {a['all']:>6.3f} {a.get('en', math.nan):>6.3f} {a.get('zh', math.nan):>6.3f}"
+            f"{metric:<26} {n[metric]:>5} {a['all']:>6.3f} {a.get('en', math.nan):>6.3f} "
+            f"{a.get('zh', math.nan):>6.3f}"
         )
     rates = flag_rates(pairs)
     if rates:
         print(
-            "\nfaithfulness, pairs with a marked altered statement: altered statement flagged on the worse side / "
-            "better side left clean"
+            "\nfaithfulness, pairs with a marked altered statement: altered statement flagged on the worse "
+            "side / better side left clean"
         )
         for key, (flagged, clean, n) in sorted(rates.items()):
             print(f"  {key:<4} {flagged:.3f} / {clean:.3f}  ({n} pairs)")

@@ -1,6 +1,7 @@
 """Load on a team tracking server against the embedded SQLite store: throughput, time to log, nothing lost.
 
-    python bench/bench_server.py [--jobs 8] [--runs-per-job 4] [--server-workers 2] [--stores server,sqlite] [--no-traces]
+    python bench/bench_server.py [--jobs 8] [--runs-per-job 4] [--server-workers 2] [--stores server,sqlite]
+        [--no-traces]
 
 One `ragtrack run -m` sweep of jobs × runs-per-job runs of the demo (lora_b, prompt v2: 52
 cases, 35 metrics, 2 dataset inputs, 11 artifact files and 52 per-case traces each; no
@@ -124,13 +125,13 @@ def report(name: str, wall: float, got: dict[str, object], expected_runs: int, o
     log_s = got["log_s"]
     one = lambda s: next(iter(s)) if len(s) == 1 else f"VARIES {sorted(s)}"  # noqa: E731
     print(
-        f"{name:<8} {expected_runs} runs in {wall:6.1f} s = {expected_runs / wall:5.2f} runs/s;"
-        f" time to log one run p50 {_pct(log_s, 50):.2f} s, p95 {_pct(log_s, 95):.2f} s (max {log_s[-1]:.2f} s)"
+        f"{name:<8} {expected_runs} runs in {wall:6.1f} s = {expected_runs / wall:5.2f} runs/s; time to log "
+        f"one run p50 {_pct(log_s, 50):.2f} s, p95 {_pct(log_s, 95):.2f} s (max {log_s[-1]:.2f} s)"
     )
     print(
-        f"         read back: {got['finished']}/{got['runs']} FINISHED; per run {one(got['metrics'])} metrics,"
-        f" {one(got['inputs'])} dataset inputs, {one(got['files'])} artifact files,"
-        f" (traces, assessments) {one(got['traces'])}"
+        f"         read back: {got['finished']}/{got['runs']} FINISHED; per run {one(got['metrics'])} "
+        f"metrics, {one(got['inputs'])} dataset inputs, {one(got['files'])} artifact files, (traces, "
+        f"assessments) {one(got['traces'])}"
         + (f"; {objects} objects in the bucket" if objects is not None else "")
     )
     whole = got["runs"] == got["finished"] == expected_runs and all(len(got[k]) == 1 for k in KINDS)
@@ -149,8 +150,9 @@ def main() -> int:
     args = p.parse_args()
     n = args.jobs * args.runs_per_job
     print(
-        f"{args.jobs} parallel sweep jobs x {args.runs_per_job} runs = {n} runs of the demo (lora_b, v2: 52 cases) per store;"
-        f" {os.cpu_count()} CPUs, mlflow server --workers {args.server_workers}, per-case traces {'on' if args.traces else 'off'}"
+        f"{args.jobs} parallel sweep jobs x {args.runs_per_job} runs = {n} runs of the demo (lora_b, v2: 52 "
+        f"cases) per store; {os.cpu_count()} CPUs, mlflow server --workers {args.server_workers}, per-case "
+        f"traces {'on' if args.traces else 'off'}"
     )
     results: dict[str, tuple[float, dict[str, object]]] = {}
     ok = True

@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _sweep(tmp: Path, launcher: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds (the command and every process it waited for) of one demo sweep into a new store."""
+    """Wall and CPU seconds (the command and every process it waited for) of one demo sweep into a new
+    store."""
     store = Path(tempfile.mkdtemp(dir=tmp))
     cmd = [
         sys.executable,

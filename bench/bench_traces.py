@@ -75,7 +75,8 @@ def sqlite_store(tmp: Path) -> Iterator[tuple[str, str]]:
 
 @contextmanager
 def server_store(tmp: Path) -> Iterator[tuple[str, str | None]]:
-    """`mlflow server --workers 2` on PostgreSQL with artifacts in moto's S3, on 127.0.0.1 (`ragtrack.app.devserver`)."""
+    """`mlflow server --workers 2` on PostgreSQL with artifacts in moto's S3, on 127.0.0.1
+    (`ragtrack.app.devserver`)."""
     from ragtrack.app.devserver import MotoS3, Postgres, TrackingServer
 
     pg, s3 = Postgres(), MotoS3(tmp)
@@ -129,13 +130,15 @@ def write_and_count(uri: str, artifacts: str | None, where: str, n: int, subscor
     for batch, label in ((True, "log_case_traces      "), (False, "one start_trace each ")):
         wall, cpu, back = ([t[k] for t in times[batch]] for k in range(3))
         print(
-            f"  {label} wall {_spread(wall)} s, CPU {_spread(cpu)} s ({1000 * statistics.median(cpu) / n:.2f} ms CPU "
-            f"per case); read back {statistics.median(back):.2f} s, every trace and assessment landed"
+            f"  {label} wall {_spread(wall)} s, CPU {_spread(cpu)} s "
+            f"({1000 * statistics.median(cpu) / n:.2f} ms CPU per case); read back "
+            f"{statistics.median(back):.2f} s, every trace and assessment landed"
         )
 
 
 def real_run(tmp: Path, n: int, rounds: int) -> None:
-    """The logging of a real run with and without its traces, alternated: the CPU a run pays for its traces."""
+    """The logging of a real run with and without its traces, alternated: the CPU a run pays for its
+    traces."""
     from ragtrack.inputs.config import RunConfig
     from ragtrack.run.runner import run
     from ragtrack.tracking import MlflowSink

@@ -1,6 +1,7 @@
 """Write contention on one SQLite store through MLflow: does any call fail with "database is locked"?
 
-    python bench/contention_store.py [--procs 8] [--runs 60] [--journal wal|delete] [--plain-inputs] [--root DIR]
+    python bench/contention_store.py [--procs 8] [--runs 60] [--journal wal|delete] [--plain-inputs]
+        [--root DIR]
 
 `--procs` processes, released together, each log `--runs` runs the way ragtrack's sink
 does (create the run, params, 33 metrics with tags, dataset inputs, end it), as fast
@@ -91,7 +92,10 @@ def worker(
 def _prepare(tmp: Path, journal: str, root: Path) -> str:
     """Create and migrate the store (and the experiment) once, outside the measurement."""
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
-    code = f"from ragtrack.tracking.store import open_client; open_client({uri!r}).create_experiment('contention')"
+    code = (
+        "from ragtrack.tracking.store import open_client; "
+        f"open_client({uri!r}).create_experiment('contention')"
+    )
     subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(root)}, check=True)
     if journal == "delete":
         with sqlite3.connect(tmp / "mlflow.db") as con:
@@ -142,8 +146,9 @@ def main() -> int:
     total = {k: sum(r["counts"][k] for r in results) for k in KINDS}
     n = args.procs * args.runs
     print(
-        f"journal={args.journal}{', plain log_inputs' if args.plain_inputs else ''}: {args.procs} processes x {args.runs} runs = {n} runs ({n * 6} write calls) in {wall:.1f} s; "
-        f"FINISHED {finished}/{n}; dataset rows {datasets} (expected {args.runs}), inputs {inputs}/{n}"
+        f"journal={args.journal}{', plain log_inputs' if args.plain_inputs else ''}: {args.procs} processes "
+        f"x {args.runs} runs = {n} runs ({n * 6} write calls) in {wall:.1f} s; FINISHED {finished}/{n}; "
+        f"dataset rows {datasets} (expected {args.runs}), inputs {inputs}/{n}"
     )
     print(
         "  failed calls: "

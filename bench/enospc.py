@@ -135,11 +135,12 @@ def main() -> int:
         line = r["errors"][0][:150] if r["errors"] else "(finished before the disk filled)"
         print(
             f"{'ok ' if ok else 'BAD'} {what}{when}: exit {r['rc1']}, {len(r['errors'])} error line(s), "
-            f"traceback {'yes' if r['traceback'] else 'no'}; next run exit {r['rc2']}; runs {r['statuses']}\n    {line}"
+            f"traceback {'yes' if r['traceback'] else 'no'}; next run exit {r['rc2']}; runs "
+            f"{r['statuses']}\n    {line}"
         )
     print(
-        f"{hit}/{len(plans)} trials hit the full disk; {len(plans) - bad}/{len(plans)} gave at most one error line, "
-        "no traceback, and a next run that succeeded with no run left RUNNING"
+        f"{hit}/{len(plans)} trials hit the full disk; {len(plans) - bad}/{len(plans)} gave at most one "
+        "error line, no traceback, and a next run that succeeded with no run left RUNNING"
     )
     return 1 if bad else 0
 

@@ -6,15 +6,15 @@ Reads the same files as `ragtrack score --eval-set E --predictions P --scorer ev
 eval set, a predictions JSONL) and prints the same aggregate metrics (`eval_json_v2/*`, `predictions/*`,
 `gate/dev100`, `gate/all`) in the same layout, or `{"metrics": {...}}` with `--json` (full precision).
 
-Standard library only, written from `/work/shared/SPEC.md` (not from `ragtrack/scorers/`), and written to be fast
-in the plain-Python sense: one read and one `json.loads` per file or line, every string normalised once per case,
-bigram sets built lazily and only when containment did not already decide. It is the speed reference of issue 18,
-item 4 (`bench/bench_score_process.py`) and a correctness cross-check of ragtrack's scorer.
+Standard library only, written from `/work/shared/SPEC.md` (not from `ragtrack/scorers/`), and written to be
+fast in the plain-Python sense: one read and one `json.loads` per file or line, every string normalised once
+per case, bigram sets built lazily and only when containment did not already decide. It is the speed reference
+of issue 18, item 4 (`bench/bench_score_process.py`) and a correctness cross-check of ragtrack's scorer.
 
 Points the SPEC leaves open, decided here: the keyword order interleaves English
-tokens and CJK bigrams by position in the NFKC+casefold text; CJK bigrams are taken from that same text; a later
-prediction for an already-matched case replaces the earlier one and is counted in `predictions/duplicates_dropped`;
-blank JSONL lines are skipped; a JSON `null` answer is an empty answer.
+tokens and CJK bigrams by position in the NFKC+casefold text; CJK bigrams are taken from that same text; a
+later prediction for an already-matched case replaces the earlier one and is counted in
+`predictions/duplicates_dropped`; blank JSONL lines are skipped; a JSON `null` answer is an empty answer.
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def schema_ok(got: dict[str, Any]) -> bool:
 
 
 def max_matching(adjacency: list[list[int]], n_right: int) -> int:
-    """Size of a maximum bipartite matching (Kuhn's augmenting paths; the graphs have at most ~10x12 nodes)."""
+    """Size of a maximum bipartite matching (Kuhn's augmenting paths; the graphs have at most ~10x12
+    nodes)."""
     owner = [-1] * n_right
 
     def augment(u: int, seen: list[bool]) -> bool:
@@ -139,7 +140,8 @@ def max_matching(adjacency: list[list[int]], n_right: int) -> int:
 
 
 def list_f1(expected: list[str], got: list[str]) -> float:
-    """One-to-one list F1 of normalised items under `fuzzy_equal` (inlined: this is the scorer's inner loop)."""
+    """One-to-one list F1 of normalised items under `fuzzy_equal` (inlined: this is the scorer's inner
+    loop)."""
     if not expected or not got:
         return 1.0 if not expected and not got else 0.0
     sets: dict[str, set[str]] = {}  # by string: an expected item often recurs verbatim among the got items
@@ -212,7 +214,8 @@ def original_evidence(keywords: list[str], got: str) -> float:
 
 
 def grounding(source_map: list[Any], contexts: Sequence[Any]) -> float:
-    """Share of considered refs whose file is a context's source_path and one anchor is in the context text."""
+    """Share of considered refs whose file is a context's source_path and one anchor is in the context
+    text."""
     paths: set[str] | None = None
     context_n: str | None = None
     total = ok = 0
@@ -283,7 +286,7 @@ def score_case(expected: dict[str, Any], answer: str, contexts: Sequence[Any]) -
 
 def total_score(subs: list[float]) -> float:
     """`100 * clamp(sum(w_i * s_i), 0, 1)`."""
-    total = sum(w * s for w, s in zip(WEIGHTS, subs))
+    total = sum(w * s for w, s in zip(WEIGHTS, subs, strict=True))
     return 100.0 * min(1.0, max(0.0, total))
 
 
@@ -348,7 +351,8 @@ def _id_text(value: Any, where: str, field: str) -> str:
 
 
 def read_predictions(path: Path, cases: list[Case]) -> tuple[dict[str, dict[str, Any]], int, int]:
-    """`(case id -> prediction, n_unmatched, duplicates_dropped)`: by id when a prediction has one, else by question."""
+    """`(case id -> prediction, n_unmatched, duplicates_dropped)`: by id when a prediction has one, else by
+    question."""
     ids = {c[0] for c in cases}
     by_question: dict[str, str] | None = None
     matched: dict[str, dict[str, Any]] = {}

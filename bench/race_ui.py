@@ -68,7 +68,8 @@ def _answers(port: int) -> bool:
 
 
 def trial(n_runs: int, delay: float, plain: bool) -> tuple[int, int, bool, list[str], list[str]]:
-    """(finished runs, exit codes 0, the UI answered, alembic tmp tables, first error line per failed process)."""
+    """(finished runs, exit codes 0, the UI answered, alembic tmp tables, first error line per failed
+    process)."""
     with tempfile.TemporaryDirectory(prefix="race-ui-") as d:
         db = Path(d) / "mlflow.db"
         uri = f"sqlite:///{db}"
@@ -163,8 +164,8 @@ def main() -> int:
             + "".join(f"\n    {e}" for e in errors)
         )
     print(
-        f"runs FINISHED: {total_finished}/{args.trials * args.runs}; UI answered in {ui_up}/{args.trials} trials; "
-        f"stores with an _alembic_tmp_* table: {total_left}"
+        f"runs FINISHED: {total_finished}/{args.trials * args.runs}; UI answered in {ui_up}/{args.trials} "
+        f"trials; stores with an _alembic_tmp_* table: {total_left}"
     )
     return 0 if total_finished == args.trials * args.runs and ui_up == args.trials and not total_left else 1
 

@@ -192,7 +192,8 @@ def read_store(db: Path) -> StoreState:
             )
             inputs = dict(
                 con.execute(
-                    "SELECT destination_id, COUNT(*) FROM inputs WHERE source_type='DATASET' AND destination_type='RUN' GROUP BY destination_id"
+                    "SELECT destination_id, COUNT(*) FROM inputs WHERE source_type='DATASET' AND "
+                    "destination_type='RUN' GROUP BY destination_id"
                 ).fetchall()
             )
             state.n_datasets = con.execute(
@@ -294,7 +295,8 @@ def _create_store(root: Path, tmp: Path, uri: str) -> None:
 
 
 def concurrent_trial(root: Path, tmp: Path, n: int, name: str, existing_store: bool = False) -> Trial:
-    """`n` `ragtrack run`s started together on a fresh directory (or a fresh experiment of an existing store)."""
+    """`n` `ragtrack run`s started together on a fresh directory (or a fresh experiment of an existing
+    store)."""
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     if existing_store:
         _create_store(root, tmp, uri)
@@ -356,7 +358,8 @@ def sweep_parent_problems(state: StoreState) -> list[str]:
 
 
 def expected_metric_count(root: Path) -> int:
-    """Metrics one demo run logs: its non-NaN aggregates plus its timings, scored in-process without MLflow."""
+    """Metrics one demo run logs: its non-NaN aggregates plus its timings, scored in-process without
+    MLflow."""
     sys.path.insert(0, str(root))
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
@@ -413,8 +416,9 @@ def main() -> int:
     n_metrics = expected_metric_count(root)
     print(
         f"root {root}; {args.trials} trials of {args.procs} processes on a "
-        f"{'fresh experiment of an existing' if args.existing_store else 'fresh'} store; {args.sweeps} joblib sweeps "
-        f"(n_jobs={args.n_jobs}); per run expected: {n_metrics} metrics, 2 dataset inputs, {len(ARTIFACTS) + 1} artifacts"
+        f"{'fresh experiment of an existing' if args.existing_store else 'fresh'} store; {args.sweeps} "
+        f"joblib sweeps (n_jobs={args.n_jobs}); per run expected: {n_metrics} metrics, 2 dataset inputs, "
+        f"{len(ARTIFACTS) + 1} artifacts"
     )
     base = Path(tempfile.mkdtemp(prefix="ragtrack-stress-"))
     ok = trials = 0
@@ -429,7 +433,8 @@ def main() -> int:
         expected += trial.expected
     if args.trials:
         print(
-            f"TOTAL: {landed}/{expected} runs FINISHED; {ok}/{trials} trials with nothing lost and the store usable"
+            f"TOTAL: {landed}/{expected} runs FINISHED; {ok}/{trials} trials with nothing lost and the store "
+            "usable"
         )
     for t in range(args.sweeps):
         tmp = base / f"sweep{t}"

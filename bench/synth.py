@@ -7,7 +7,9 @@ import random
 from pathlib import Path
 
 ZH = "退款审核通过后七个工作日内原路退回付款账户节假日顺延发票开具数据保留期限安全策略服务等级协议赔偿额度"
-EN = "refund invoice retention account security uptime credit policy customer billing period request approval".split()
+EN = (
+    "refund invoice retention account security uptime credit policy customer billing period request approval"
+).split()
 
 
 def _zh(rng: random.Random, n: int) -> str:

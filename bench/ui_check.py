@@ -2,21 +2,21 @@
 
     .venv/bin/python bench/ui_check.py [--store DIR] [--port N] [--screenshots docs/img] [--keep]
 
-1. Runs the demo sweep (`ragtrack run -m adapter=base,lora_a,lora_b prompt=v1,v2`) into a new SQLite store in a
-   temporary directory (or `--store DIR`), with Hydra's folders there too, and checks that it left no new file in
-   the work tree (new untracked or ignored entries of `git status`; edits to tracked files are not ours to judge).
-   The console's last line is the compare-runs link of the six jobs.
-2. Reads the store back with MLflow's Python API (the six LoggedModels and their metrics, the prompt's versions,
-   the evaluation datasets, the child runs): the page checks below compare the UI against these, not against
-   hard-coded values.
-3. `ragtrack store init`, then `mlflow ui` on a free port (`--port N` to choose it); it is stopped (its process
-   group) at exit, on failure and on Ctrl-C too.
+1. Runs the demo sweep (`ragtrack run -m adapter=base,lora_a,lora_b prompt=v1,v2`) into a new SQLite store in
+   a temporary directory (or `--store DIR`), with Hydra's folders there too, and checks that it left no new
+   file in the work tree (new untracked or ignored entries of `git status`; edits to tracked files are not
+   ours to judge). The console's last line is the compare-runs link of the six jobs.
+2. Reads the store back with MLflow's Python API (the six LoggedModels and their metrics, the prompt's
+   versions, the evaluation datasets, the child runs): the page checks below compare the UI against these, not
+   against hard-coded values.
+3. `ragtrack store init`, then `mlflow ui` on a free port (`--port N` to choose it); it is stopped (its
+   process group) at exit, on failure and on Ctrl-C too.
 4. Renders each page with headless Chromium (`--dump-dom`, retried with longer virtual-time budgets until the
    single-page app has drawn its content) and checks it, one line each, `ok   <what>` or `FAIL <what>: <why>`:
    Agent versions (one row per LoggedModel, its name, its `eval_json_v2/eval_score_avg` cell), Evaluation runs
-   (the six child runs and their scores), Prompts (the prompt, latest version 2) and the prompt's page (versions
-   1 and 2), Datasets (every evaluation dataset of the experiment), and the console's compare-runs link
-   ("Comparing 6 Runs", the six run names).
+   (the six child runs and their scores), Prompts (the prompt, latest version 2) and the prompt's page
+   (versions 1 and 2), Datasets (every evaluation dataset of the experiment), and the console's compare-runs
+   link ("Comparing 6 Runs", the six run names).
 5. `--screenshots DIR`: one PNG per page (agent_versions, prompts = the prompt's page, datasets,
    evaluation_runs, compare_runs), 1600x1000 except Agent versions, 2800x1000 so that its first metric columns
    are in view; PNGs over 400 KB are re-encoded with a 256-colour palette. On 127.0.0.1 MLflow opens its
@@ -24,7 +24,8 @@
    sees the pages.
 
 The exit status is 1 if any check failed. `--keep` keeps the temporary directory (store, logs). Needs Debian's
-`chromium`; Chinese text shows as boxes in the screenshots unless a CJK font is installed (fonts-wqy-microhei).
+`chromium`; Chinese text shows as boxes in the screenshots unless a CJK font is installed
+(fonts-wqy-microhei).
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ def js_number(v: float) -> str:
     return str(int(v)) if v == int(v) else repr(v)
 
 
-# --- what the store holds --------------------------------------------------------------------------------------
+# --- what the store holds -----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -261,7 +262,7 @@ def read_store(uri: str, report: Report) -> StoreFacts | None:
     return facts
 
 
-# --- Chromium --------------------------------------------------------------------------------------------------
+# --- Chromium -----------------------------------------------------------------------------------------------
 
 
 class Browser:
@@ -302,8 +303,8 @@ class Browser:
 
 
 class GridParser(HTMLParser):
-    """ag-grid's rows (`row-id`) and cells (`col-id`): row id -> col id -> text. A row is split over the pinned and
-    the scrolling containers, so its cells are gathered by row id."""
+    """ag-grid's rows (`row-id`) and cells (`col-id`): row id -> col id -> text. A row is split over the
+    pinned and the scrolling containers, so its cells are gathered by row id."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -344,7 +345,7 @@ def _want(what: str, missing: Sequence[str]) -> Check:
     return what, f"not shown: {', '.join(missing)}" if missing else None
 
 
-# --- the pages -------------------------------------------------------------------------------------------------
+# --- the pages ----------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -510,7 +511,7 @@ def _check_png(path: Path, window: tuple[int, int]) -> str | None:
     )
 
 
-# --- main ------------------------------------------------------------------------------------------------------
+# --- main ---------------------------------------------------------------------------------------------------
 
 
 def sweep(work: Path, uri: str, procs: Processes, report: Report) -> tuple[bool, str | None]:

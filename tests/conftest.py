@@ -13,7 +13,7 @@ import pytest
 
 from ragtrack.inputs.config import RunConfig
 
-ANSWER_EXAMPLES = {
+ANSWER_EXAMPLES: dict[str, dict[str, Any]] = {
     "a1": {
         "question": "退款多久到账？",
         "answer_example": {
@@ -21,11 +21,13 @@ ANSWER_EXAMPLES = {
             "main_topic": "退款",
             "sub_topic": "到账时间",
             "detailed_description": ["退款在7个工作日内到账", "原路退回付款账户"],
-            "original_evidence": "退款将在审核通过后7个工作日内原路退回至付款账户，节假日顺延；超过15个工作日未到账可联系客服查询处理进度。",
+            "original_evidence": "退款将在审核通过后7个工作日内原路退回至付款账户，节假日顺延；"
+            "超过15个工作日未到账可联系客服查询处理进度。",
             "predicted_questions": ["退款会退到哪里？"],
         },
         "file": "policies/refund.md",
-        "chunk": "退款将在审核通过后7个工作日内原路退回至付款账户，节假日顺延；超过15个工作日未到账可联系客服查询处理进度。",
+        "chunk": "退款将在审核通过后7个工作日内原路退回至付款账户，节假日顺延；"
+        "超过15个工作日未到账可联系客服查询处理进度。",
     },
     "a2": {
         "question": "What uptime does the SLA guarantee?",
@@ -45,7 +47,8 @@ ANSWER_EXAMPLES = {
 
 @pytest.fixture(autouse=True, scope="session")
 def _cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Every on-disk cache (embeddings, indexes, generations) of the suite, and of the processes it starts, lives under pytest's tmp dirs."""
+    """Every on-disk cache (embeddings, indexes, generations) of the suite, and of the processes it starts,
+    lives under pytest's tmp dirs."""
     os.environ["RAGTRACK_CACHE_DIR"] = str(tmp_path_factory.mktemp("ragtrack-cache"))
 
 
@@ -93,7 +96,7 @@ def write_demo_files(tmp_path: Path) -> dict[str, Path]:
         qid: [{"id": f"{Path(ex['file']).stem}#1", "source_path": ex["file"], "text": ex["chunk"]}]
         for qid, ex in ANSWER_EXAMPLES.items()
     }
-    good = [
+    good: list[dict[str, Any]] = [
         {"id": "a1", "answer": _perfect_answer("a1"), "contexts": ctx["a1"], "citations": ["refund#1"]},
         {
             "id": "a2",
@@ -103,7 +106,7 @@ def write_demo_files(tmp_path: Path) -> dict[str, Path]:
         },
         {"id": "u1", "answer": "not in context", "contexts": [], "citations": []},
     ]
-    bad = [
+    bad: list[dict[str, Any]] = [
         {
             "id": "a1",
             "answer": "Sure! " + _perfect_answer("a1"),
@@ -147,14 +150,16 @@ def make_config(files: dict[str, Path], *, predictions: str = "good", **sections
 
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory):
-    """One SQLite store for the whole session with runs of the demo's lora_b/v2 (see `tests.demo_runs.DemoStore`)."""
+    """One SQLite store for the whole session with runs of the demo's lora_b/v2 (see
+    `tests.demo_runs.DemoStore`)."""
     from tests.demo_runs import DemoStore
 
     return DemoStore(tmp_path_factory.mktemp("demo_store"))
 
 
 def sweep_overrides(files: dict[str, Path], adapters: tuple[str, ...] = ("base", "lora_a")) -> list[str]:
-    """`ragtrack run` overrides over `demo_files`: each adapter's (good) predictions, tracking into `<tmp>/mlflow.db`."""
+    """`ragtrack run` overrides over `demo_files`: each adapter's (good) predictions, tracking into
+    `<tmp>/mlflow.db`."""
     base = files["questions"].parent
     for a in adapters:
         shutil.copyfile(files["good"], base / f"{a}__v1.jsonl")
@@ -170,7 +175,8 @@ def sweep_overrides(files: dict[str, Path], adapters: tuple[str, ...] = ("base",
 
 @pytest.fixture(scope="session")
 def _migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty MLflow SQLite store, created and migrated once per test session (2-5 s each time otherwise)."""
+    """An empty MLflow SQLite store, created and migrated once per test session (2-5 s each time
+    otherwise)."""
     from mlflow.tracking import MlflowClient
 
     db = tmp_path_factory.mktemp("template") / "mlflow.db"

@@ -1,4 +1,5 @@
-"""The shipped demo (`experiments/demo`) as run configurations with absolute paths, and runs of it logged to a test store."""
+"""The shipped demo (`experiments/demo`) as run configurations with absolute paths, and runs of it logged to a
+test store."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def demo_config(
     predictions: Path | None = None,
     **sections: Any,
 ) -> RunConfig:
-    """The demo's `adapter` × `prompt` job (or `predictions` replayed instead), tracked into `<store>/mlflow.db`."""
+    """The demo's `adapter` × `prompt` job (or `predictions` replayed instead), tracked into
+    `<store>/mlflow.db`."""
     data: dict[str, Any] = {
         "model": {"id": "Qwen/Qwen2.5-7B-Instruct"},
         "adapter": {"name": adapter, "id": f"lumen/{adapter}@v1"},
@@ -50,13 +52,15 @@ def log_demo_run(cfg: RunConfig) -> str:
 
     client = MlflowClient(cfg.tracking.uri)
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    assert exp is not None
     return client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=1)[
         0
     ].info.run_id
 
 
 def planted_predictions(src: Path, dst: Path, n: int) -> Path:
-    """`src` with the answers of its first `n` lines broken (prose before the JSON: schema fails, refusals stay)."""
+    """`src` with the answers of its first `n` lines broken (prose before the JSON: schema fails, refusals
+    stay)."""
     import json
 
     lines = src.read_text(encoding="utf-8").splitlines()
@@ -83,7 +87,8 @@ PLANTED = 12  # answers broken in the planted regression
 
 
 class DemoStore:
-    """A store with three runs in experiment `demo`: `a` and `same` replay lora_b/v2's answers, `planted` breaks the first 12.
+    """A store with three runs in experiment `demo`: `a` and `same` replay lora_b/v2's answers, `planted`
+    breaks the first 12.
 
     Tests that change a run (tampering, rescoring) make their own with `new_run`.
     """

@@ -46,7 +46,8 @@ def rag_judge(
     *,
     reason: str = "the sources say otherwise",
 ) -> Script:
-    """Decompositions by text, verdicts by (statements, sources), relevance by text; a KeyError is a test bug."""
+    """Decompositions by text, verdicts by (statements, sources), relevance by text; a KeyError is a test
+    bug."""
 
     def verdicts(prompt: str) -> Reply:
         flags = support[(statements_of(prompt), sources_of(prompt))]
@@ -69,7 +70,8 @@ def rag_judge(
 
 
 def earag_judge(entities: dict[str, Any], scores: dict[str, Any]) -> Script:
-    """Entity lists by text and llm_scores by answer: a value that is a `Reply` is sent as it is, else as JSON."""
+    """Entity lists by text and llm_scores by answer: a value that is a `Reply` is sent as it is, else as
+    JSON."""
 
     def answer(value: Any) -> Reply:
         return value if isinstance(value, Reply) else reply(json.dumps(value, ensure_ascii=False))

@@ -7,7 +7,7 @@
     LLMServer(script=[status(503), reply("ok")])      # one reply per request; the last one repeats
     LLMServer(script=lambda n, body: reply(...))      # or a function of (request number from 0, JSON body)
     LLMServer(delay_s=0.05)                           # a fixed delay before every reply
-    LLMServer(script=route(("Rate", reply("7")), ("Split", lambda prompt: reply(...))))   # by the prompt's text
+    LLMServer(script=route(("Rate", reply("7")), ("Split", lambda prompt: reply(...))))   # by prompt text
 
 Replies: `reply(text)` (a normal completion with usage), `status(code, body, headers)`,
 `raw(body)` (200 with any bytes), `hang()` (never answers, until the server stops).
@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,14 @@ def completion(
     }
 
 
-def reply(text: str, **usage: int) -> Reply:
+class Usage(TypedDict, total=False):
+    """The token counts `reply` may set (`completion`'s defaults otherwise)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def reply(text: str, **usage: Unpack[Usage]) -> Reply:
     return Reply(body=json.dumps(completion(text, **usage)).encode())
 
 
@@ -205,7 +212,8 @@ class LLMServer:
 
 @contextmanager
 def server_process(*args: str) -> Iterator[str]:
-    """`python -m tests.llm_server ARGS` in its own process (its own GIL: benchmarks), until the block ends; yields its base URL."""
+    """`python -m tests.llm_server ARGS` in its own process (its own GIL: benchmarks), until the block ends;
+    yields its base URL."""
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.llm_server", *args],
@@ -224,9 +232,9 @@ def server_process(*args: str) -> Iterator[str]:
 
 
 def main() -> None:
-    """`python -m tests.llm_server [--delay S] [--judge]`: serve echo replies (with --judge, well-formed replies
-    to the rag/earag judge prompts, `tests.llm_judges.lenient_judge`) in this process (its own GIL) until
-    stdin closes; the first line on stdout is the base URL."""
+    """`python -m tests.llm_server [--delay S] [--judge]`: serve echo replies (with --judge, well-formed
+    replies to the rag/earag judge prompts, `tests.llm_judges.lenient_judge`) in this process (its own GIL)
+    until stdin closes; the first line on stdout is the base URL."""
     import argparse
 
     p = argparse.ArgumentParser(description=main.__doc__)

@@ -28,8 +28,7 @@ def build(
         num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=37,
-        num_labels=len(labels),
-        id2label=labels,
+        id2label=labels,  # num_labels follows from it
         label2id={v: k for k, v in labels.items()},
     )
     torch.manual_seed(seed)

@@ -83,7 +83,7 @@ def start_slow(args: list[str], markers: Path, **extra_env: str) -> subprocess.P
     store while the process migrates it would be a race of the test's own making.
     """
     markers.mkdir(exist_ok=True)
-    return start([*args, *SLOW], SLOW_MARKER=str(markers), **extra_env)
+    return start([*args, *SLOW], cwd=ROOT, SLOW_MARKER=str(markers), **extra_env)
 
 
 def markers_at_least(markers: Path, n: int = 1) -> Callable[[], bool]:

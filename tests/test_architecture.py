@@ -1,4 +1,5 @@
-"""The layers of ragtrack (`ragtrack/__init__.py`): no module imports a package of its own layer or a higher one."""
+"""The layers of ragtrack (`ragtrack/__init__.py`): no module imports a package of its own layer or a higher
+one."""
 
 from __future__ import annotations
 

@@ -233,8 +233,8 @@ def test_a_clean_copy_beside_a_tampered_archive_fails_the_audit(demo_store, caps
     failed = _failed(out)
     assert code == 1 and "archive" in failed, out
     assert (
-        "eval_files[0].artifact_path is 'inputs/0/clean.json', where the run archives it at 'inputs/0/questions.json'"
-        in failed["archive"]
+        "eval_files[0].artifact_path is 'inputs/0/clean.json', where the run archives it at "
+        "'inputs/0/questions.json'" in failed["archive"]
     )
     assert "inputs/0/questions.json is archived but named by no manifest field" in failed["archive"]
 

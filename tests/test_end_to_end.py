@@ -1,4 +1,5 @@
-"""The shipped demo and the real processes around it: `ragtrack run`, Ctrl-C, `mlflow run`, `mlflow server`."""
+"""The shipped demo and the real processes around it: `ragtrack run`, Ctrl-C, `mlflow run`, `mlflow
+server`."""
 
 from __future__ import annotations
 
@@ -27,7 +28,12 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _runs(uri: str, experiment: str | None = None):
     client = MlflowClient(uri)
-    exps = [client.get_experiment_by_name(experiment)] if experiment else client.search_experiments()
+    if experiment:
+        exp = client.get_experiment_by_name(experiment)
+        assert exp is not None
+        exps = [exp]
+    else:
+        exps = client.search_experiments()
     return [r for e in exps for r in client.search_runs([e.experiment_id])]
 
 
@@ -182,9 +188,9 @@ def mlflow_server(tmp_path):
             try:
                 urllib.request.urlopen(url + "/health", timeout=2)
                 break
-            except OSError:
+            except OSError as err:
                 if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("mlflow server did not start")
+                    raise RuntimeError("mlflow server did not start") from err
                 time.sleep(0.5)
         yield url
     finally:

@@ -1,4 +1,5 @@
-"""Runs with the openai generator over a built index and `rag`/`earag` judged by the llm backend, in a real SQLite store.
+"""Runs with the openai generator over a built index and `rag`/`earag` judged by the llm backend, in a real
+SQLite store.
 
 One scripted server on 127.0.0.1 answers the generator (echo) and the judge (well-formed
 verdicts); the API key is a canary from the environment.
@@ -57,7 +58,8 @@ def _config(work: Path, files: dict[str, Path], url: str, **sections) -> RunConf
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
-    """Two identical runs (the key in the environment), the server's request count after each, and the store."""
+    """Two identical runs (the key in the environment), the server's request count after each, and the
+    store."""
     work = tmp_path_factory.mktemp("llm-rag-runs")
     files = write_demo_files(work)
     saved = os.environ.get("OPENAI_API_KEY")

@@ -1,4 +1,5 @@
-"""`ragtrack run generator=openai` as real processes against a scripted server: resume after kill -9, the canary key, the error line."""
+"""`ragtrack run generator=openai` as real processes against a scripted server: resume after kill -9, the
+canary key, the error line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The work tree stays clean: ragtrack writes its store, artifacts and Hydra folders where git ignores them."""
+"""The work tree stays clean: ragtrack writes its store, artifacts and Hydra folders where git ignores
+them."""
 
 from __future__ import annotations
 

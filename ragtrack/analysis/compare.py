@@ -20,8 +20,9 @@ pass/fail metric, McNemar's p is below `1 − confidence` too (the percentile bo
 optimistic when only a few cases flip: 4 of 44 all one way give an interval clear of 0
 but p = 0.125). B *regresses* on a metric by more than a margin when, in the same way,
 the whole interval lies beyond that margin in the metric's bad direction (below
-`−margin` for a higher-is-better metric, above `+margin` for a lower-is-better one). Runs scored on different eval-set versions
-are refused unless asked for, and then only their shared cases are compared.
+`−margin` for a higher-is-better metric, above `+margin` for a lower-is-better one). Runs
+scored on different eval-set versions are refused unless asked for, and then only their
+shared cases are compared.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class RunRef(BaseModel):
 
 
 class RunSide(BaseModel):
-    """One run as compare reads it: its identity, the scorers that ran, its logged params and metrics, its per-case table."""
+    """One run as compare reads it: its identity, the scorers that ran, its logged params and metrics,
+    its per-case table."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -127,7 +129,8 @@ class MetricDiff(BaseModel):
         return self.mcnemar is None or self.mcnemar.p_value < self.alpha
 
     def regressed(self, margin: float = 0.0) -> bool:
-        """The whole interval lies beyond `margin` in the bad direction (and, for pass/fail, McNemar agrees)."""
+        """The whole interval lies beyond `margin` in the bad direction (and, for pass/fail, McNemar
+        agrees)."""
         beyond = self.ci_high < -margin if self.higher_is_better else self.ci_low > margin
         return beyond and self._tested()
 
@@ -144,7 +147,8 @@ class MetricDiff(BaseModel):
 
 
 class LoggedDiff(BaseModel):
-    """A logged value (param, or a metric without per-case terms) that differs between the runs; None: not logged."""
+    """A logged value (param, or a metric without per-case terms) that differs between the runs;
+    None: not logged."""
 
     model_config = ConfigDict(frozen=True)
 

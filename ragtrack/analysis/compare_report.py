@@ -56,10 +56,10 @@ def _one_line(text: str, limit: int) -> str:
 
 def _method(c: Comparison) -> str:
     return (
-        f"{c.n_shared} cases paired by id. Interval: paired bootstrap, {c.n_resamples} resamples of the cases, "
-        f"seed {c.seed}, {100 * c.confidence:g}% percentile interval of B − A. McNemar: exact two-sided binomial "
-        "test of the discordant pass/fail pairs. Significant: the whole interval lies on one side of 0 "
-        "(and, for a pass/fail metric, McNemar's p is below 1 − confidence)."
+        f"{c.n_shared} cases paired by id. Interval: paired bootstrap, {c.n_resamples} resamples of the "
+        f"cases, seed {c.seed}, {100 * c.confidence:g}% percentile interval of B − A. McNemar: exact "
+        "two-sided binomial test of the discordant pass/fail pairs. Significant: the whole interval lies "
+        "on one side of 0 (and, for a pass/fail metric, McNemar's p is below 1 − confidence)."
     )
 
 
@@ -106,8 +106,8 @@ def render_markdown(c: Comparison) -> str:
     for m in c.metrics:
         verdict = f"**{m.verdict}**" if m.verdict in _COLORS else m.verdict
         lines.append(
-            f"| {m.metric} | {_direction(m)} | {_f(m.mean_a)} | {_f(m.mean_b)} | {_f(m.diff, True)} | {_ci(m)} | "
-            f"{_mcnemar(m)} | {m.n_worse} / {m.n_better} | {verdict} |"
+            f"| {m.metric} | {_direction(m)} | {_f(m.mean_a)} | {_f(m.mean_b)} | {_f(m.diff, True)} | "
+            f"{_ci(m)} | {_mcnemar(m)} | {m.n_worse} / {m.n_better} | {verdict} |"
         )
     lines += _diffs_table("Run-level metrics that differ", c.run_level)
     lines += _diffs_table("What differs between the runs (params)", c.stamps)
@@ -140,7 +140,8 @@ def _short_name(metric: str) -> str:
 
 
 def render_overview(comparisons: Sequence[Comparison], console: Console) -> None:
-    """One row per run B against the common baseline A: how many metrics moved each way, and the headline's change."""
+    """One row per run B against the common baseline A: how many metrics moved each way, and the
+    headline's change."""
     from rich.table import Table
 
     if not comparisons:
@@ -172,7 +173,8 @@ def render_overview(comparisons: Sequence[Comparison], console: Console) -> None
 
 
 def render_terminal(c: Comparison, console: Console, top: int = 5) -> None:
-    """The metrics table, then the cases that moved most (each once, with all its changes and both answers)."""
+    """The metrics table, then the cases that moved most (each once, with all its changes and both
+    answers)."""
     from rich.table import Table
 
     a, b = c.run_a, c.run_b
@@ -205,21 +207,22 @@ def render_terminal(c: Comparison, console: Console, top: int = 5) -> None:
             console.print(f"  {d.name}: {_one_line(_f(d.a), 60)} → {_one_line(_f(d.b), 60)}", highlight=False)
     cases = _moved_cases(c, top)
     if cases:
-        t = Table(
+        moved = Table(
             title="cases that moved most (all of them: --out DIR, --json, --log)",
             title_justify="left",
             show_lines=True,
         )
         for col, ratio in (("case", 1), ("changes", 3), ("answer A", 4), ("answer B", 4)):
-            t.add_column(col, ratio=ratio, overflow="fold")
+            moved.add_column(col, ratio=ratio, overflow="fold")
         for case_id, changes, answer_a, answer_b in cases:
-            t.add_row(case_id, "\n".join(changes), _one_line(answer_a, 200), _one_line(answer_b, 200))
-        console.print(t)
+            moved.add_row(case_id, "\n".join(changes), _one_line(answer_a, 200), _one_line(answer_b, 200))
+        console.print(moved)
     console.print(_method(c), style="dim", highlight=False)
 
 
 def _moved_cases(c: Comparison, top: int) -> list[tuple[str, list[str], str, str]]:
-    """Up to `top` cases, taken from the metrics' biggest moves (significant metrics first), each with every change it had."""
+    """Up to `top` cases, taken from the metrics' biggest moves (significant metrics first), each with
+    every change it had."""
     order = sorted(c.metrics, key=lambda m: m.verdict not in _COLORS)
     picked: dict[str, tuple[str, str]] = {}
     for m in order:
@@ -229,7 +232,8 @@ def _moved_cases(c: Comparison, top: int) -> list[tuple[str, list[str], str, str
     out = []
     for case_id, (answer_a, answer_b) in picked.items():
         changes = [
-            f"[{'red' if x.regression else 'green'}]{_short_name(m.metric)} {_f(x.value_a)}→{_f(x.value_b)}[/]"
+            f"[{'red' if x.regression else 'green'}]{_short_name(m.metric)} "
+            f"{_f(x.value_a)}→{_f(x.value_b)}[/]"
             for m in c.metrics
             for x in m.moved
             if x.case_id == case_id
@@ -251,7 +255,7 @@ def render_png(c: Comparison, path: Path) -> None:
     metrics = c.metrics or []
     n = max(1, len(metrics))
     fig, axes = plt.subplots(n, 1, figsize=(8, 0.6 * n + 1.2), squeeze=False)
-    for ax, m in zip(axes[:, 0], metrics):
+    for ax, m in zip(axes[:, 0], metrics, strict=False):  # no metric: one empty row of axes
         color = {"worse": "tab:red", "better": "tab:green"}.get(m.verdict, "tab:gray")
         if not math.isnan(m.ci_low):
             ax.errorbar(

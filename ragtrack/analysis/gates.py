@@ -18,6 +18,7 @@ import math
 import operator
 import re
 from collections.abc import Collection, Mapping, Sequence
+from typing import Literal, cast
 
 from ragtrack.core.errors import InputError
 from ragtrack.core.types import GateCondition, GateResult, GateSpec
@@ -25,6 +26,7 @@ from ragtrack.scorers.base import SCORERS
 
 __all__ = ["applicable_gates", "evaluate_gates", "failed_conditions", "gate_metrics", "parse_gates"]
 
+_Op = Literal[">=", "<=", ">", "<", "=="]  # `GateCondition.op`
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 _CONDITION = re.compile(r"^\s*(\S+)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 
@@ -44,7 +46,8 @@ def parse_gates(raw: Mapping[str, Sequence[str]], where: str = "gates") -> list[
                     f"cannot parse {text!r}; expected '<metric> <op> <number>' with op one of >= <= > < ==",
                     field=f"{name}[{i}]",
                 )
-            parsed.append(GateCondition(metric=m.group(1), op=m.group(2), threshold=float(m.group(3))))
+            op = cast(_Op, m.group(2))  # `_CONDITION` matches only these
+            parsed.append(GateCondition(metric=m.group(1), op=op, threshold=float(m.group(3))))
         if not parsed:
             raise InputError(where, "a gate needs at least one condition", field=name)
         gates.append(GateSpec(name=name, conditions=parsed))
@@ -57,7 +60,8 @@ def applicable_gates(
     """`(kept, dropped)`: a gate is dropped when every metric it reads belongs to a
     registered scorer not in `scorer_names`."""
     absent = set(SCORERS.names()) - set(scorer_names)
-    kept, dropped = [], []
+    kept: list[GateSpec] = []
+    dropped: list[GateSpec] = []
     for g in gates:
         foreign = all(c.metric.partition("/")[0] in absent for c in g.conditions)
         (dropped if foreign else kept).append(g)

@@ -121,8 +121,8 @@ def paired_bootstrap(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> list[tuple[float, float]]:
-    """The percentile interval of `B − A` for each metric (`terms_a[i]` against `terms_b[i]`, over the same cases in
-    the same order), from one seeded set of case resamples: each case is compared with itself."""
+    """The percentile interval of `B − A` for each metric (`terms_a[i]` against `terms_b[i]`, over the same
+    cases in the same order), from one seeded set of case resamples: each case is compared with itself."""
     if not terms_a:
         return []
     num_a, den_a = (np.array([getattr(t, k) for t in terms_a], dtype=float).T for k in ("num", "den"))

@@ -1,4 +1,5 @@
-"""A sweep at a glance: one row per job with its headline metric and a 95% bootstrap interval, who won, a chart.
+"""A sweep at a glance: one row per job with its headline metric and a 95% bootstrap interval, who won, a
+chart.
 
 Pure: the tracking layer (`ragtrack.tracking.sweep_summary`) gathers each job's run,
 metrics and per-case values and logs what this module renders (`sweep_summary.parquet`,
@@ -75,16 +76,15 @@ class SweepJob(BaseModel):
     status: str  # the MLflow status of its run, or FAILED when it failed before creating one
     run_id: str | None = None
     run_name: str | None = None
-    stage: str | None = (
-        None  # the furthest stage the job's run reached: "full", or "dev" when a staged job stopped at its gate
-    )
+    # the furthest stage the job's run reached: "full", or "dev" when a staged job stopped at its gate
+    stage: str | None = None
     reused: bool = False
     error: str | None = None  # one line, for a failed job
 
 
 class JobScores(BaseModel):
-    """A job's logged metrics and its headline metric's per-case terms (None: not declared, or no per-case table),
-    with the case id of each term (for pairing jobs case by case)."""
+    """A job's logged metrics and its headline metric's per-case terms (None: not declared, or no per-case
+    table), with the case id of each term (for pairing jobs case by case)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -113,7 +113,8 @@ class SummaryRow(BaseModel):
 
 
 class Margin(BaseModel):
-    """The top job against another: the paired difference `top − other` and its interval over their shared cases."""
+    """The top job against another: the paired difference `top − other` and its interval over their
+    shared cases."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -148,7 +149,8 @@ class SweepSummary(BaseModel):
 
 
 def headline_terms(metric: str, columns: CaseColumns) -> CaseTerms | None:
-    """The metric's per-case terms as its scorer declares them, from a run's per-case columns; None when it has none."""
+    """The metric's per-case terms as its scorer declares them, from a run's per-case columns; None when it
+    has none."""
     scorer = metric.partition("/")[0]
     try:
         declared = get_scorer_class(scorer).case_terms(columns)
@@ -205,7 +207,8 @@ def summarize(
     n_resamples: int = 10_000,
     confidence: float = 0.95,
 ) -> SweepSummary:
-    """One row per job (in job order); the best is the finished job with the best value (its terms give the direction).
+    """One row per job (in job order); the best is the finished job with the best value (its terms give the
+    direction).
 
     Jobs whose staged run stopped at the dev gate are ranked only when no job reached the full set.
     """
@@ -282,7 +285,8 @@ def _margin(
     n_resamples: int,
     confidence: float,
 ) -> Margin:
-    """`top − other` over the cases both jobs scored, paired; not significant when either lacks per-case terms."""
+    """`top − other` over the cases both jobs scored, paired; not significant when either lacks per-case
+    terms."""
     from ragtrack.analysis.stats import paired_bootstrap
 
     a, b = scores.get(other, JobScores()), scores.get(top, JobScores())
@@ -317,7 +321,8 @@ def _fmt(v: float) -> str:
 
 
 def summary_frame(summary: SweepSummary) -> pandas.DataFrame:
-    """`sweep_summary.parquet`: one row per job; an axis column per sweep axis; the metric, its bounds and n."""
+    """`sweep_summary.parquet`: one row per job; an axis column per sweep axis; the metric, its bounds and
+    n."""
     import pandas as pd
 
     m = summary.metric
@@ -364,7 +369,8 @@ def verdict(summary: SweepSummary) -> str:
         closest = min(summary.margins, key=lambda m: abs(m.diff), default=None)
         ahead = (
             (
-                f", ahead of #{closest.job} by {_fmt(closest.diff)} [{_fmt(closest.low)}, {_fmt(closest.high)}] "
+                f", ahead of #{closest.job} by {_fmt(closest.diff)} "
+                f"[{_fmt(closest.low)}, {_fmt(closest.high)}] "
                 f"({pct} paired bootstrap over {closest.n_shared} cases)"
             )
             if closest
@@ -379,8 +385,8 @@ def verdict(summary: SweepSummary) -> str:
 
 
 def summary_lines(summary: SweepSummary) -> list[str]:
-    """One console line per job: its axes, the metric with its interval, its status; the winner or the tied marked;
-    then the verdict."""
+    """One console line per job: its axes, the metric with its interval, its status; the winner or the tied
+    marked; then the verdict."""
     out = []
     for r in summary.rows:
         mark = ""
@@ -400,8 +406,10 @@ def render_summary(summary: SweepSummary, parent_run_id: str | None = None) -> s
     if parent_run_id:
         lines.append(f"- sweep run: `{parent_run_id}`")
     lines += [
-        f"- headline metric: `{summary.metric}` ({'higher' if summary.higher_is_better else 'lower'} is better)",
-        f"- {pct} interval: percentile bootstrap over cases, seed {summary.seed}, {summary.n_resamples} resamples",
+        f"- headline metric: `{summary.metric}` "
+        f"({'higher' if summary.higher_is_better else 'lower'} is better)",
+        f"- {pct} interval: percentile bootstrap over cases, seed {summary.seed}, "
+        f"{summary.n_resamples} resamples",
     ]
     if summary.winner is not None:
         b = summary.winner

@@ -6,8 +6,8 @@ artifacts, and returns one `Check` per claim:
 - every archived input lies where the run put it, under a path that stays inside the
   downloaded run, with the hash the manifest records, and nothing else is archived beside them;
 - each archived eval-set file's sha1 gives the logged `eval_set_version` (`<stem>@<sha1>`);
-- the archived prompt's sha256 equals `prompt_sha256`, and so does the text of the Prompt Registry version it was
-  fetched from (`prompt_uri`), read again from the audited store;
+- the archived prompt's sha256 equals `prompt_sha256`, and so does the text of the Prompt Registry
+  version it was fetched from (`prompt_uri`), read again from the audited store;
 - `index_version` re-derives from the index when its inputs are here (`runner.index_version`,
   the same function the run used; a configured version is a label and is compared as such);
   with `deep`, the cached vectors of a built index equal its chunks embedded afresh;
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -97,10 +97,13 @@ def _eval_files(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
     logged = run.params.get("eval_set_version", "").split("+")
     files = archive.manifest.eval_files
     if len(logged) != len(files):
-        detail = f"logged eval_set_version {run.params.get('eval_set_version')!r} names {len(logged)} file(s); the archive has {len(files)}"
+        detail = (
+            f"logged eval_set_version {run.params.get('eval_set_version')!r} names {len(logged)} file(s); "
+            f"the archive has {len(files)}"
+        )
         return [Check(name="eval files", status="fail", detail=detail)]
     out = []
-    for i, (f, version) in enumerate(zip(files, logged)):
+    for i, (f, version) in enumerate(zip(files, logged, strict=True)):  # equal lengths: checked above
         name = f"eval file {f.artifact_path}"
         try:
             actual = sha1_file(archive.eval_path(i))
@@ -174,7 +177,8 @@ def index_check(cfg: RunConfig, logged: str | None) -> Check:
 
 
 def _archive(archive: ArchivedRun) -> Check:
-    """The archived inputs lie where the run put them, hash as the manifest recorded, and nothing else is archived."""
+    """The archived inputs lie where the run put them, hash as the manifest recorded, and nothing else is
+    archived."""
     m = archive.manifest
     problems = []
     named = {f"eval_files[{i}].artifact_path": f.artifact_path for i, f in enumerate(m.eval_files)}
@@ -187,7 +191,9 @@ def _archive(archive: ArchivedRun) -> Check:
             problems.append(
                 f"{field} is {named[field]!r}, where the run archives it at {place or 'predictions/<file>'!r}"
             )
-    recorded = {f.artifact_path: ("sha1", f.sha1) for f in m.eval_files}
+    recorded: dict[str | None, tuple[str, str | None]] = {
+        f.artifact_path: ("sha1", f.sha1) for f in m.eval_files
+    }
     recorded |= {
         m.prompt_artifact_path: ("sha256", m.prompt_sha256),
         m.predictions_artifact_path: ("sha1", m.predictions_sha1),
@@ -247,7 +253,8 @@ def _config(
 
 
 def _index(path: Path, caller: Caller, logged: str | None) -> tuple[Check, RunConfig | None]:
-    """`index_check` on the archived config's index, whose folders, files and model are the caller's to give."""
+    """`index_check` on the archived config's index, whose folders, files and model are the caller's to
+    give."""
     from ragtrack.inputs.config import read_yaml
     from ragtrack.run.trust import apply_overrides, settle
 
@@ -326,8 +333,8 @@ def _scorers(run: LoggedRun, archive: ArchivedRun) -> list[Check]:
                 )
             elif code == module_sha256(cls):  # logged before the hash covered imported modules
                 code_note = (
-                    f"code sha256 {_short(code)} of its module alone (this run predates hashes of the modules "
-                    "it imports: those are proven only by the re-score)"
+                    f"code sha256 {_short(code)} of its module alone (this run predates hashes of the "
+                    "modules it imports: those are proven only by the re-score)"
                 )
             else:
                 problems.append(f"logged code sha256 {_short(code)}, installed {_short(installed)}")
@@ -342,7 +349,8 @@ def _predictions(run: LoggedRun, archive: ArchivedRun) -> Check:
         actual = sha1_file(archive.predictions_path)
     except InputError as e:
         return Check(name=name, status="fail", detail=str(e))
-    # A full stage replaying a file archives it whole: its sha1 is also a param (in the store, not the archive).
+    # A full stage replaying a file archives it whole: its sha1 is also a param (in the store, not the
+    # archive).
     param = run.params.get(f"generator/{m.generator.name}/predictions_sha1") if m.subset is None else None
     expected = param or m.predictions_sha1
     return _check(
@@ -360,7 +368,8 @@ AUDIT_SECTIONS = (
 
 
 def check_caller(archive: ArchivedRun, caller: Caller) -> None:
-    """An auditor's `--set` names only where to reach (servers, key variables, paths, models): bad input otherwise."""
+    """An auditor's `--set` names only where to reach (servers, key variables, paths, models): bad input
+    otherwise."""
     from ragtrack.inputs.config import read_yaml
     from ragtrack.run.trust import apply_overrides, reach_keys
 
@@ -426,7 +435,10 @@ def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
         return Check(
             name="re-score: cases.parquet",
             status="fail",
-            detail=f"logged table has {len(logged)} rows × {len(logged.columns)} columns, re-scored {len(derived)} × {len(derived.columns)}",
+            detail=(
+                f"logged table has {len(logged)} rows × {len(logged.columns)} columns, "
+                f"re-scored {len(derived)} × {len(derived.columns)}"
+            ),
         )
     differing = [c for c in logged.columns if not logged[c].equals(derived[c])]
     return _check(
@@ -438,7 +450,8 @@ def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
 
 
 def _registry_prompt(archive: ArchivedRun, registry: Callable[[str], str] | None) -> list[Check]:
-    """A prompt fetched from the Prompt Registry (`prompt_uri`): that version, read again, hashes to prompt_sha256."""
+    """A prompt fetched from the Prompt Registry (`prompt_uri`): that version, read again, hashes to
+    prompt_sha256."""
     uri, logged = archive.manifest.prompt_uri, archive.manifest.prompt_sha256
     if uri is None:
         return []
@@ -551,7 +564,9 @@ def case_detail(
         "config_sha256": m.config_sha256,
         f"generator {m.generator.name}": f"v{m.generator.version}",
         **{
-            f"scorer {s.name}": f"v{s.version}, code sha256 {s.code_sha256 or '(not logged)'}, params {s.params}"
+            f"scorer {s.name}": (
+                f"v{s.version}, code sha256 {s.code_sha256 or '(not logged)'}, params {s.params}"
+            )
             for s in m.scorers
         },
     }
@@ -573,5 +588,5 @@ def _plain(v: object) -> ScoreValue:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return None
     if hasattr(v, "item"):  # numpy scalars
-        v = v.item()  # type: ignore[union-attr]
-    return v  # type: ignore[return-value]
+        v = v.item()
+    return cast("ScoreValue", v)  # a cell of a score column: a plain value now

@@ -48,7 +48,8 @@ def _uri_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_caller_options(p: argparse.ArgumentParser, set_help: str | None) -> None:
-    """The options by which a caller gives what someone else's config may not choose (`ragtrack.run.trust`)."""
+    """The options by which a caller gives what someone else's config may not choose
+    (`ragtrack.run.trust`)."""
     p.add_argument(
         "--llm-base-url",
         metavar="URL",
@@ -77,7 +78,7 @@ def print_notes(notes: list[str]) -> None:
         print(f"ragtrack: note: {note}", file=sys.stderr)
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "compare", help="compare two runs (or every run of an experiment with a baseline) case by case"
     )
@@ -238,7 +239,8 @@ def _pairs(args: argparse.Namespace, uri: str) -> list[tuple[str, str]]:
         if len(args.runs) != 2 or args.baseline or args.param:
             raise InputError(
                 "compare",
-                "give two run ids (RUN_A RUN_B), or --experiment NAME --baseline RUN_ID [--param KEY=VALUE ...]",
+                "give two run ids (RUN_A RUN_B), "
+                "or --experiment NAME --baseline RUN_ID [--param KEY=VALUE ...]",
             )
         return [(args.runs[0], args.runs[1])]
     if args.runs or not args.baseline:
@@ -337,7 +339,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             a, b = c.run_a.run_id, c.run_b.run_id
             if experiment_of[a] == experiment_of[b]:  # the UI pairs two runs' cases within one experiment
                 console.print(
-                    f"case by case in the MLflow UI{served_where(uri)}: {cases_link(uri, experiment_of[b], a, b)}",
+                    f"case by case in the MLflow UI{served_where(uri)}: "
+                    f"{cases_link(uri, experiment_of[b], a, b)}",
                     soft_wrap=True,
                     highlight=False,
                 )
@@ -422,8 +425,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         if not isinstance(logged, dict):
             raise InputError(str(archive.config_path), "expected a run's config.yaml (a mapping)")
         why = (
-            ": rescore changes only the scoring; anything else would describe answers that were not generated "
-            "that way (use `ragtrack run` for that)"
+            ": rescore changes only the scoring; anything else would describe answers that were not "
+            "generated that way (use `ragtrack run` for that)"
         )
         config = apply_overrides(logged, args.overrides, why=why)
         settled = settle(
@@ -450,7 +453,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         (result,) = run_stages(stages, sink)
     new_id = sink.run_ids["full"]
     print(
-        f"rescored run {new_id} ({cfg.tracking.run_name}) from {run.run_id}, experiment {sink.experiment_name}"
+        f"rescored run {new_id} ({cfg.tracking.run_name}) from {run.run_id}, "
+        f"experiment {sink.experiment_name}"
     )
     before = {k: v for k, v in run.metrics.items() if not k.startswith("timing/")}
     changed = [k for k, v in sorted(result.metrics.items()) if before.get(k) != v]

@@ -81,7 +81,8 @@ def _tail(log: Path) -> str:
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
-    """The environment without the caller's MLflow settings (a test's MLFLOW_TRACKING_URI is not the server's)."""
+    """The environment without the caller's MLflow settings (a test's MLFLOW_TRACKING_URI is not the
+    server's)."""
     env = {
         k: v for k in list(os.environ) if not k.startswith("MLFLOW_") and (v := os.environ.get(k)) is not None
     }
@@ -90,7 +91,8 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def _spawn(cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A process in its own group (so stopping it stops its workers too), output to `log`, guarded (see `guard`)."""
+    """A process in its own group (so stopping it stops its workers too), output to `log`, guarded (see
+    `guard`)."""
     with log.open("ab") as out:
         proc = subprocess.Popen(
             cmd,
@@ -105,7 +107,8 @@ def _spawn(cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[b
 
 
 def guard(pgid: int, *dirs: Path) -> subprocess.Popen[bytes]:
-    """Start a process that ends group `pgid` and removes `dirs` once this process is gone, however it went."""
+    """Start a process that ends group `pgid` and removes `dirs` once this process is gone, however it
+    went."""
     import psutil
 
     owner = psutil.Process()
@@ -198,7 +201,8 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], component: str, log: Pat
 
 
 class Postgres:
-    """A PostgreSQL cluster in a temporary directory, listening on 127.0.0.1 only, with password authentication.
+    """A PostgreSQL cluster in a temporary directory, listening on 127.0.0.1 only, with password
+    authentication.
 
     `initdb` and `pg_ctl` refuse to run as root: then they run as the `postgres` user, in a
     directory of its own under the system temp dir (pytest's tmp dirs are private to root).
@@ -525,11 +529,13 @@ def main(argv: list[str] | None = None) -> int:
                 port=args.port,
             )
             server.start()
+            assert server.proc is not None  # start() launched it
             guard(server.proc.pid, root)  # a SIGKILLed `make server` leaves no folder behind either
             print(
                 f"PostgreSQL  {pg.uri('mlflow')}\nS3 (moto)   {s3.endpoint}  bucket {args.bucket}\n"
                 f"MLflow      {server.url}{'  (basic-auth, admin ' + auth[0] + ')' if auth else ''}\n\n"
-                f"export MLFLOW_TRACKING_URI={server.url}\n\nCtrl-C stops everything and deletes its data ({root}).",
+                f"export MLFLOW_TRACKING_URI={server.url}\n\n"
+                f"Ctrl-C stops everything and deletes its data ({root}).",
                 flush=True,
             )
             while server.proc is not None and server.proc.poll() is None:

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -37,7 +37,8 @@ __all__ = ["CONF_DIR", "check_overrides", "compose_run_config", "execute", "exec
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 DEBUG_ENV = "RAGTRACK_DEBUG"  # set to 1 for the full traceback of a failed run on the console
 log = logging.getLogger("ragtrack")
-# `${coalesce:a,b,…}`: the first value that is not null (conf/generator/openai.yaml: the adapter's served name, else the model id).
+# `${coalesce:a,b,…}`: the first value that is not null (conf/generator/openai.yaml: the adapter's served
+# name, else the model id).
 OmegaConf.register_new_resolver(
     "coalesce", lambda *values: next((v for v in values if v is not None), None), replace=True
 )
@@ -65,7 +66,8 @@ def execute_job(
     tags: dict[str, str] | None = None,
     reuse: bool = False,
 ) -> tuple[list[RunResult], JobOutcome]:
-    """`execute`, plus the run that holds the job's result; with `reuse`, an earlier finished run when one matches.
+    """`execute`, plus the run that holds the job's result; with `reuse`, an earlier finished run when one
+    matches.
 
     A tracked job's outermost run carries its key (`ragtrack.run.jobkey`). With `reuse` (sweep
     jobs) and not `tracking.force`, a FINISHED run of the experiment with the same key is
@@ -84,8 +86,8 @@ def execute_job(
     sink = MlflowSink(cfg, uri=uri, parent_run_id=parent_run_id, tags=tags, job_key=job_key(stages))
     if reuse and not cfg.tracking.force and (found := sink.finished_run_with_key()):
         log.info(
-            "reusing run %s: it finished with the same inputs, config and scorer versions (tracking.force=true "
-            "scores again)",
+            "reusing run %s: it finished with the same inputs, config and scorer versions "
+            "(tracking.force=true scores again)",
             found,
         )
         return [], JobOutcome(run_id=found, reused=True)
@@ -164,8 +166,9 @@ def _summary(cfg: RunConfig, results: list[RunResult]) -> None:
             else "; ".join(failed_conditions(spec, dev.metrics))
         )
         log.info(
-            "full stage skipped: gate %s failed (%s); exit 0: a gate's verdict is a result, logged as gate/all "
-            "and the tag ragtrack.gates_passed=false for CI to check (ragtrack score --fail-on-gate exits 1)",
+            "full stage skipped: gate %s failed (%s); exit 0: a gate's verdict is a result, logged as "
+            "gate/all and the tag ragtrack.gates_passed=false for CI to check "
+            "(ragtrack score --fail-on-gate exits 1)",
             spec.name,
             why,
         )
@@ -222,7 +225,7 @@ def _resolved(cfg: DictConfig) -> dict[str, Any]:
     except OmegaConfBaseException as e:
         raise InputError("config", str(e).splitlines()[0], field=getattr(e, "full_key", None)) from None
     assert isinstance(container, dict)
-    return container
+    return cast("dict[str, Any]", container)  # a composed config's keys are strings
 
 
 def compose_run_config(overrides: list[str]) -> RunConfig:
@@ -316,6 +319,11 @@ def check_overrides(args: list[str]) -> None:
         _check_nested(nested, [o for o in overrides if o.key_or_group in groups])
 
 
+def _first_choice(o: Any) -> str:
+    """A group override's value as composed: a sweep's first value."""
+    return next(iter(o.sweep_string_iterator())) if o.is_sweep_override() else o.get_value_element_as_str()
+
+
 def _check_nested(nested: list[Any], selections: list[Any]) -> None:
     """A dotted key that is not in the composed config is bad input with the sibling it most likely meant.
 
@@ -326,10 +334,7 @@ def _check_nested(nested: list[Any], selections: list[Any]) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import DictConfig
 
-    chosen = [
-        f"{o.key_or_group}={next(iter(o.sweep_string_iterator())) if o.is_sweep_override() else o.get_value_element_as_str()}"
-        for o in selections
-    ]
+    chosen = [f"{o.key_or_group}={_first_choice(o)}" for o in selections]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=chosen)
     for o in nested:

@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -54,20 +54,25 @@ log = logging.getLogger("ragtrack")
 
 def raw_overrides(overrides: Any) -> list[str]:
     """Hydra's override list as typed: iterating it would resolve `${…}` inside the strings."""
-    items = OmegaConf.to_container(overrides, resolve=False) if OmegaConf.is_config(overrides) else overrides
+    items = (
+        cast("list[Any]", OmegaConf.to_container(overrides, resolve=False))  # of a ListConfig: a list
+        if OmegaConf.is_config(overrides)
+        else overrides
+    )
     return [str(o) for o in items]
 
 
 def oversubscribed(config: DictConfig) -> str | None:
-    """The warning for a launcher asked for more parallel workers (`hydra.launcher.n_jobs`) than the cores this
-    process may use, or None."""
+    """The warning for a launcher asked for more parallel workers (`hydra.launcher.n_jobs`) than the cores
+    this process may use, or None."""
     workers = OmegaConf.select(config, "hydra.launcher.n_jobs", default=None)
     cores = len(os.sched_getaffinity(0))
     if not isinstance(workers, int) or workers <= cores:
         return None
     return (
-        f"hydra.launcher.n_jobs={workers} asks for more workers than the {cores} cores here: the jobs share them "
-        f"(each also imports MLflow and opens the store), so the sweep is no faster than with n_jobs={cores}"
+        f"hydra.launcher.n_jobs={workers} asks for more workers than the {cores} cores here: the jobs "
+        "share them (each also imports MLflow and opens the store), so the sweep is no faster than with "
+        f"n_jobs={cores}"
     )
 
 
@@ -132,7 +137,7 @@ class TrackedSweeper(Sweeper):
                     varying = redact_overrides([o for o in job_overrides if o not in shared] or job_overrides)
                     if r.status == JobStatus.FAILED:
                         failed += 1
-                        # `_return_value`: the `return_value` property would print the raw overrides, then raise
+                        # `_return_value`: `return_value` would print the raw overrides, then raise
                         error = _one_line(r._return_value)
                         log.error("job #%d (%s) failed: %s", total, " ".join(varying), error)
                         jobs.append(SweepJob(index=total, overrides=varying, status="FAILED", error=error))

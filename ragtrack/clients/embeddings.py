@@ -127,7 +127,8 @@ def resolve_model(model: str | None) -> str:
 
 
 def model_identity(name: str, folder: str) -> ModelIdentity:
-    """The model's name and the sha256 over (relative path, sha256) of its folder's files; cached per folder state."""
+    """The model's name and the sha256 over (relative path, sha256) of its folder's files; cached per
+    folder state."""
     root = Path(folder)
     files = sorted(p for p in root.rglob("*") if p.is_file() and not _NOT_WEIGHTS.match(p.name))
     key = (folder, max((p.stat().st_mtime_ns for p in files), default=0))
@@ -144,7 +145,8 @@ def _load(folder: str) -> SentenceTransformer:
             from transformers.utils import logging as hf_logging
 
             bars = hf_logging.is_progress_bar_enabled()
-            hf_logging.disable_progress_bar()  # transformers' "Loading weights" bar would cut into ragtrack's console lines
+            # transformers' "Loading weights" bar would cut into ragtrack's console lines
+            hf_logging.disable_progress_bar()
             try:
                 _models[folder] = SentenceTransformer(folder, device="cpu")
             except Exception as e:
@@ -160,7 +162,8 @@ def _load(folder: str) -> SentenceTransformer:
 
 
 class _DiskCache:
-    """Vectors by (weights hash, text sha256) in one SQLite file; safe for concurrent processes; verified on read.
+    """Vectors by (weights hash, text sha256) in one SQLite file; safe for concurrent processes;
+    verified on read.
 
     Each row carries the sha256 of (model, text hash, vector bytes); a row that fails it, or
     whose vector is not a unit vector, is deleted and reported as a miss, so the text is

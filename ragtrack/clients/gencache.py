@@ -146,7 +146,8 @@ class GenCache:
 
 
 def open_cache(directory: str | None) -> GenCache:
-    """The cache in `directory`, else in ragtrack's cache root (`$RAGTRACK_CACHE_DIR/generations`, see `cachedir`)."""
+    """The cache in `directory`, else in ragtrack's cache root (`$RAGTRACK_CACHE_DIR/generations`, see
+    `cachedir`)."""
     return GenCache(directory or cache_root("generations"))
 
 

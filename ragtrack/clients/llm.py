@@ -46,7 +46,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field
@@ -149,7 +149,8 @@ class BatchStats(BaseModel):
         self.latencies_ms.extend(other.latencies_ms)
 
     def metrics(self, prefix: str) -> dict[str, float]:
-        """`<prefix>/cache_hits`, `/cache_misses`, `/requests`, `/retries`, token sums, latency mean and p95."""
+        """`<prefix>/cache_hits`, `/cache_misses`, `/requests`, `/retries`, token sums, latency mean and
+        p95."""
         out = {
             f"{prefix}/{k}": float(getattr(self, k))
             for k in (
@@ -247,6 +248,26 @@ class LLMClient:
         base = min(BACKOFF_CAP_S, self.s.backoff_s * 2 ** (retry - 1))
         return base * (0.5 + 0.5 * self._rng.random())
 
+    @overload
+    def complete_all(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        *,
+        cache: GenCache | None = None,
+        desc: str = "llm",
+        max_errors: Literal[0] = 0,
+    ) -> tuple[list[ChatResult], BatchStats]: ...
+
+    @overload
+    def complete_all(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        *,
+        cache: GenCache | None = None,
+        desc: str = "llm",
+        max_errors: int,
+    ) -> tuple[list[ChatResult | LLMError], BatchStats]: ...
+
     def complete_all(
         self,
         conversations: Sequence[Sequence[Message]],
@@ -254,7 +275,7 @@ class LLMClient:
         cache: GenCache | None = None,
         desc: str = "llm",
         max_errors: int = 0,
-    ) -> tuple[list[ChatResult | LLMError], BatchStats]:
+    ) -> tuple[Sequence[ChatResult | LLMError], BatchStats]:
         """Answer every conversation (cache first), at most `concurrency` requests at a time, in input order.
 
         Each answer is appended to the cache as it arrives. The first call that fails for
@@ -354,7 +375,8 @@ class LLMClient:
                     bar.update()
             finally:
                 stop.set()
-                http.close()  # a worker still in a request (the batch failed) ends with an error nobody waits for
+                # a worker still in a request (the batch failed) ends with an error nobody waits for
+                http.close()
         return [r for r in results if r is not None], stats
 
     def _call(
@@ -392,7 +414,8 @@ class LLMClient:
             wait = failure.retry_after if failure.retry_after is not None else self.backoff(attempt)
             if time.monotonic() + wait >= deadline:
                 raise self.error(
-                    f"{failure} (attempt {attempt}; waiting {wait:.3g} s more would pass the deadline of {self.s.deadline_s:g} s)"
+                    f"{failure} (attempt {attempt}; waiting {wait:.3g} s more would pass the deadline of "
+                    f"{self.s.deadline_s:g} s)"
                 )
             with lock:
                 stats.retries += 1
@@ -402,7 +425,8 @@ class LLMClient:
     def _post(
         self, http: httpx2.Client, body: dict[str, Any], headers: dict[str, str], budget: float
     ) -> tuple[int, str | None, bytes]:
-        """One attempt: status, Retry-After and body, ended after `budget` seconds however slowly the reply trickles in."""
+        """One attempt: status, Retry-After and body, ended after `budget` seconds however slowly the reply
+        trickles in."""
         end = time.monotonic() + budget
         with http.stream(
             "POST", self.endpoint, json=body, headers=headers, timeout=httpx2.Timeout(budget)

@@ -43,7 +43,8 @@ class InputError(ValueError):
 
 
 def not_found(path: str | Path) -> str:
-    """`file not found`, and for a relative path the folder it resolves against (ragtrack was started elsewhere?)."""
+    """`file not found`, and for a relative path the folder it resolves against (ragtrack was started
+    elsewhere?)."""
     return (
         "file not found"
         if Path(path).is_absolute()
@@ -69,10 +70,10 @@ class DiskFull(RuntimeError):
         self.path = Path(path)
         self.needed = needed
         self.free = _free(self.path) if free is None else free  # at the moment of the failure
-        free = "unknown space" if self.free is None else human_bytes(self.free)
+        free_text = "unknown space" if self.free is None else human_bytes(self.free)
         need = f"needs about {human_bytes(needed)}" if needed else "needs more"
         super().__init__(
-            f"disk full writing {self.path}: {free} free there, this step {need}; free some space and "
+            f"disk full writing {self.path}: {free_text} free there, this step {need}; free some space and "
             "run again"
         )
 
@@ -81,7 +82,8 @@ class DiskFull(RuntimeError):
 
 
 def disk_full(e: BaseException, path: str | Path, needed: int | None) -> DiskFull | None:
-    """`e` as `DiskFull` at `path` when it, or an error it wraps, is a full disk (ENOSPC, a quota, SQLITE_FULL).
+    """`e` as `DiskFull` at `path` when it, or an error it wraps, is a full disk (ENOSPC, a quota,
+    SQLITE_FULL).
 
     An `OSError` that names the file it was writing gives that file instead of `path`.
     """
@@ -126,7 +128,7 @@ def _free(path: Path) -> int | None:
 
 
 def run_fate(e: BaseException) -> str:
-    """What became of a command's run: `run … ended FAILED|KILLED` (noted where it was ended, outermost last), or
-    that no run exists."""
+    """What became of a command's run: `run … ended FAILED|KILLED` (noted where it was ended, outermost
+    last), or that no run exists."""
     notes = [n for n in getattr(e, "__notes__", ()) if n.startswith("run ")]
     return notes[-1] if notes else "no run was logged"

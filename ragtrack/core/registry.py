@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import threading
 from abc import ABC
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -69,16 +70,23 @@ def bytes_code_sha256(cls: type) -> str:
     return _hash_modules(cls, lambda path: sha256_bytes(path.read_bytes()))
 
 
+# CPython 3.11's ast.parse is not safe in several threads at once ("AST constructor recursion depth
+# mismatch", python/cpython#106905): MLflow's evaluation scores in threads, each asking for code hashes.
+_PARSING = threading.Lock()
+
+
 def _hash_modules(cls: type, digest: Callable[[Path], str]) -> str:
-    files = code_modules(cls.__module__)
-    if not files:  # no source file (e.g. defined interactively): the source inspect can find
-        return sha256_bytes(inspect.getsource(sys.modules[cls.__module__]).encode("utf-8"))
-    return sha256_bytes("".join(f"{name} {digest(path)}\n" for name, path in sorted(files.items())).encode())
+    with _PARSING:
+        files = code_modules(cls.__module__)
+        if not files:  # no source file (e.g. defined interactively): the source inspect can find
+            return sha256_bytes(inspect.getsource(sys.modules[cls.__module__]).encode("utf-8"))
+        lines = "".join(f"{name} {digest(path)}\n" for name, path in sorted(files.items()))
+    return sha256_bytes(lines.encode())
 
 
 def source_sha256(path: Path) -> str:
-    """sha256 of a module's syntax tree (`ast.dump`, no positions) with its docstrings removed: the same for any
-    formatting, comment or docstring, different for any change a program could notice."""
+    """sha256 of a module's syntax tree (`ast.dump`, no positions) with its docstrings removed: the same
+    for any formatting, comment or docstring, different for any change a program could notice."""
     tree = ast.parse(path.read_bytes(), str(path))
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -183,8 +191,8 @@ C = TypeVar("C", bound=Component)
 
 
 class Registry(Generic[C]):
-    """Component classes by name. A built-in's module (`builtins`: name -> module) is imported when the component is
-    first asked for, so a command pays only for the components it uses."""
+    """Component classes by name. A built-in's module (`builtins`: name -> module) is imported when the
+    component is first asked for, so a command pays only for the components it uses."""
 
     def __init__(self, kind: str, builtins: Mapping[str, str]) -> None:
         self.kind = kind

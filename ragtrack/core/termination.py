@@ -27,7 +27,8 @@ SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 class Terminated(BaseException):
-    """SIGTERM or SIGHUP, raised like `KeyboardInterrupt` (a BaseException: `except Exception` lets it pass)."""
+    """SIGTERM or SIGHUP, raised like `KeyboardInterrupt` (a BaseException: `except Exception` lets it
+    pass)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)

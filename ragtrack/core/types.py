@@ -258,7 +258,9 @@ class GateResult(_Frozen):
 class IndexManifest(_Frozen):
     """What a built retrieval index holds: its version and every input that shaped it."""
 
-    version: str  # hash of the format, the corpus files (relative paths, bytes), the chunker, its chunks and the embedder's weights
+    # hash of the format, the corpus files (relative paths, bytes), the chunker, its chunks and the
+    # embedder's weights
+    version: str
     format: str
     n_files: int
     n_chunks: int

@@ -34,7 +34,7 @@ def resolve_target(target: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise InputError("generator.target", f"cannot import module {module_name!r}: {e}") from None
-    fn = module
+    fn: Any = module  # then each attribute along `attr`
     for part in attr.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
@@ -49,6 +49,7 @@ class CallableGenerator(Generator):
     name = "callable"
     version = "1"
     Params = CallableParams
+    p: CallableParams
 
     def prepare(
         self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None

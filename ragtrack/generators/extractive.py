@@ -83,6 +83,7 @@ class ExtractiveGenerator(Generator):
     name = "extractive"
     version = "1"
     Params = ExtractiveParams
+    p: ExtractiveParams
     uses_index = True
 
     def generate(

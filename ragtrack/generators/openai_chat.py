@@ -1,4 +1,5 @@
-"""Generator `openai`: ask an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a hosted API) for each answer.
+"""Generator `openai`: ask an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a hosted API) for each
+answer.
 
 Each case's prompt is the run's template rendered with its question and, when a built
 index is configured (`index=small_chunks`, …), the `top_k` chunks retrieved for the

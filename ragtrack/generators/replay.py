@@ -20,6 +20,7 @@ class ReplayGenerator(Generator):
     name = "replay"
     version = "1"
     Params = ReplayParams
+    p: ReplayParams
 
     def prepare(
         self, cases: Sequence[EvalCase], prompt_template: str, *, keep: set[str] | None = None

@@ -6,9 +6,9 @@
 `index_version` is a hash of the index format, the corpus files (paths relative to the
 corpus folder, and their bytes), the chunker parameters, the chunks they gave (their ids,
 so that a change of the chunking code cannot reuse an index cut the old way) and the
-sha256 of the embedder's weights: two configs that would retrieve differently never share a version, and identical
-ones always do, whatever their name, the folder the corpus sits in or the embedder's
-batch size (which only changes how it is computed).
+sha256 of the embedder's weights: two configs that would retrieve differently never share
+a version, and identical ones always do, whatever their name, the folder the corpus sits
+in or the embedder's batch size (which only changes how it is computed).
 
 Building writes into a temporary folder beside the final one and renames it into place,
 under a file lock: concurrent sweep jobs building the same index build it once, and a
@@ -255,7 +255,8 @@ class _Damaged(Exception):
 
 
 def open_index(spec: IndexSpec) -> Index:
-    """The built index of `spec`: loaded from `cache_root("indexes")/<version>/`, built there first if absent or damaged."""
+    """The built index of `spec`: loaded from `cache_root("indexes")/<version>/`, built there first if
+    absent or damaged."""
     root = cache_root("indexes")
     final = root / spec.version
     t0 = time.perf_counter()
@@ -269,7 +270,8 @@ def open_index(spec: IndexSpec) -> Index:
 
 
 def _build(spec: IndexSpec, root: Path, final: Path) -> bool:
-    """Build `final` under the version's lock, unless another process did meanwhile; True when this call built it.
+    """Build `final` under the version's lock, unless another process did meanwhile; True when this call
+    built it.
 
     A folder that is there but damaged is removed with one warning line, then built again.
     """

@@ -57,7 +57,8 @@ def _length(text: str, s: int, e: int) -> int:
 
 
 def _merge(text: str, pieces: list[Span], size: int, overlap: int) -> list[Span]:
-    """Greedy packing of consecutive pieces (each within `size`) into chunks; each next chunk restarts on the last pieces within `overlap`."""
+    """Greedy packing of consecutive pieces (each within `size`) into chunks; each next chunk restarts on
+    the last pieces within `overlap`."""
 
     def length(i: int, j: int) -> int:
         return _length(text, pieces[i][0], pieces[j][1])
@@ -91,7 +92,7 @@ def _split(text: str, s: int, e: int, levels: tuple[re.Pattern[str], ...], cfg: 
     bounds = [s, *cuts, e]
     out: list[Span] = []
     run: list[Span] = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in zip(bounds, bounds[1:], strict=False):
         if _length(text, a, b) <= cfg.size:
             run.append((a, b))
             continue
@@ -113,7 +114,7 @@ def chunk_spans(text: str, cfg: ChunkerConfig) -> list[Span]:
 
 def _blocks(text: str) -> list[Span]:
     bounds = [0, *(m.end() for m in _PARAGRAPH.finditer(text)), len(text)]
-    spans = [_trim(text, a, b) for a, b in zip(bounds, bounds[1:])]
+    spans = [_trim(text, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
     return [(s, e) for s, e in spans if e > s]
 
 
@@ -135,5 +136,5 @@ def sentence_spans(text: str, s: int = 0, e: int | None = None) -> list[Span]:
     """The sentences of `text[s:e]` as trimmed spans; Markdown heading lines are left out."""
     e = len(text) if e is None else e
     bounds = [s, *(m.end() for m in _SENTENCE.finditer(text, s, e) if s < m.end() < e), e]
-    spans = [_trim(text, a, b) for a, b in zip(bounds, bounds[1:])]
+    spans = [_trim(text, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
     return [(a, b) for a, b in spans if b > a and not _HEADING.match(text[a:b])]

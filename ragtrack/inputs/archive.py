@@ -120,8 +120,8 @@ def _archive_predictions(result: RunResult, root: Path) -> tuple[str, str]:
 
 
 def _compressed(root: Path, rel: str, sizes: dict[str, int]) -> str:
-    """`rel`, or `rel.gz` when the file is larger than `COMPRESS_ABOVE`: gzip with no timestamp (the same bytes give the
-    same archive), the original removed, its size recorded in `sizes` by the new path."""
+    """`rel`, or `rel.gz` when the file is larger than `COMPRESS_ABOVE`: gzip with no timestamp (the same
+    bytes give the same archive), the original removed, its size recorded in `sizes` by the new path."""
     path = root / rel
     size = path.stat().st_size
     if size <= COMPRESS_ABOVE:
@@ -207,8 +207,9 @@ class ArchivedRun(BaseModel):
         return path
 
     def _inflated(self, rel: str, path: Path, out: Path) -> Path:
-        """The compressed archived file `path` (`rel` in the manifest), inflated once to `out` (under `.inflated/`,
-        by its resolved place); at most the size the manifest records for it (more, or damaged, is refused)."""
+        """The compressed archived file `path` (`rel` in the manifest), inflated once to `out` (under
+        `.inflated/`, by its resolved place); at most the size the manifest records for it (more, or
+        damaged, is refused)."""
         if out.is_file():
             return out
         out.parent.mkdir(parents=True, exist_ok=True)

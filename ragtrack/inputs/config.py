@@ -63,7 +63,8 @@ class EmbedderConfig(_Section):
 
 
 class IndexConfig(_Section):
-    """An index built from a corpus (`corpus`, `chunker`, `embedder`), or a recorded one (`version`/`path`)."""
+    """An index built from a corpus (`corpus`, `chunker`, `embedder`), or a recorded one
+    (`version`/`path`)."""
 
     name: str
     version: str | None = None

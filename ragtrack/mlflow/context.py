@@ -17,7 +17,8 @@ CONTEXT_ENV = "RAGTRACK_CONTEXT"
 
 
 class RagtrackRunContext(RunContextProvider):
-    """Tags `ragtrack.version`, `ragtrack.git_commit` and `ragtrack.git_dirty` (as ragtrack's own runs log them as params)."""
+    """Tags `ragtrack.version`, `ragtrack.git_commit` and `ragtrack.git_dirty` (as ragtrack's own runs log
+    them as params)."""
 
     def in_context(self) -> bool:
         return os.environ.get(CONTEXT_ENV) == "1"

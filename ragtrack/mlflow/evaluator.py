@@ -1,10 +1,15 @@
-"""`mlflow.model_evaluator` "ragtrack": a DataFrame of answers scored by ragtrack's scorers, logged like a ragtrack run.
+"""`mlflow.model_evaluator` "ragtrack": a DataFrame of answers scored by ragtrack's scorers, logged like a
+ragtrack run.
 
     mlflow.models.evaluate(
         data=answers,                     # one row per answer, columns as in a predictions line (SPEC §6)
-        model_type="question-answering",  # MLflow wants a model type (or extra_metrics) before it picks evaluators
+        model_type="question-answering",  # MLflow needs a model type (or extra_metrics) to pick evaluators
         evaluators="ragtrack",
-        evaluator_config={"eval_set": ["questions.json", "qaset.json"], "scorers": {"eval_json_v2": {}}, "gates": {}},
+        evaluator_config={
+            "eval_set": ["questions.json", "qaset.json"],
+            "scorers": {"eval_json_v2": {}},
+            "gates": {},
+        },
     )
 
 The rows are matched to the eval set's cases as `ragtrack score` matches the lines of a
@@ -66,10 +71,11 @@ class RagtrackEvaluator(ModelEvaluator):
     def can_evaluate(
         cls, *, model_type: str | None, evaluator_config: dict[str, Any] | None, **kwargs: Any
     ) -> bool:
-        # MLflow also asks every registered evaluator when none is named: stay out of evaluations not meant for us.
+        # MLflow also asks every registered evaluator when none is named: stay out of evaluations not meant
+        # for us.
         return isinstance(evaluator_config, dict) and "eval_set" in evaluator_config
 
-    def evaluate(  # type: ignore[override]
+    def evaluate(
         self,
         *,
         model_type: str | None,

@@ -3,7 +3,9 @@
     from ragtrack.mlflow.scorers import eval_rows, ragtrack_scorer
 
     rows = eval_rows(["questions.json", "qaset.json"], "predictions.jsonl")
-    mlflow.genai.evaluate(data=rows, scorers=[ragtrack_scorer("eval_json_v2"), ragtrack_scorer("refusal_citation")])
+    mlflow.genai.evaluate(
+        data=rows, scorers=[ragtrack_scorer("eval_json_v2"), ragtrack_scorer("refusal_citation")]
+    )
 
 ragtrack's scorers score a batch; an MLflow scorer scores one row, and a row is one case:
 
@@ -47,7 +49,9 @@ class RagtrackScorer(MlflowScorer):
 
     params: dict[str, Any] = Field(default_factory=dict)
 
-    def __call__(
+    # MLflow passes only the keywords `__call__` names (`Scorer.run` reads its signature): declaring `trace`
+    # and `session` as the base class does would change what MLflow sends it.
+    def __call__(  # type: ignore[override]  # no trace/session parameters, on purpose: see above
         self,
         *,
         inputs: dict[str, Any] | None = None,
@@ -71,7 +75,8 @@ class RagtrackScorer(MlflowScorer):
 
 
 def ragtrack_scorer(name: str, **params: Any) -> RagtrackScorer:
-    """The registered scorer `name` with `params`; an unknown name or parameter is an `InputError` here, not on every row."""
+    """The registered scorer `name` with `params`; an unknown name or parameter is an `InputError` here,
+    not on every row."""
     scorer = build_scorer(name, params)
     return RagtrackScorer(name=name, params=params, description=f"ragtrack scorer {name} v{scorer.version}")
 
@@ -101,7 +106,8 @@ def to_prediction(case_id: str, outputs: Any) -> Prediction:
 
 
 def eval_rows(eval_set: Sequence[str | Path], predictions: str | Path) -> list[dict[str, Any]]:
-    """Rows for `mlflow.genai.evaluate`: every case of the eval-set files with its prediction, matched as `ragtrack score` matches them."""
+    """Rows for `mlflow.genai.evaluate`: every case of the eval-set files with its prediction, matched as
+    `ragtrack score` matches them."""
     es, _ = load_eval_set([str(f) for f in eval_set])
     generation = match_prediction_file(predictions, es.cases)
     return [

@@ -1,10 +1,13 @@
-"""Does a statement say the opposite of its evidence? Polarity, conditions and quantities (SPEC §3, offline backend).
+"""Does a statement say the opposite of its evidence? Polarity, conditions and quantities (SPEC §3,
+offline backend).
 
     polarity("The deposit is not refundable.")          # -> 1   (one negation)
     polarity("押金可以退还")                               # -> 0
     relations("apply at least 60 days before expiry")   # -> {"min", "before"}
-    conflict("The deposit is not refundable", "The deposit is refundable")  # -> "polarity: more negations in the statement"
-    conflict("each worker must bring a harness", "each worker's employer must bring a harness")  # -> None (a word dropped)
+    conflict("The deposit is not refundable", "The deposit is refundable")
+    # -> "polarity: more negations in the statement"
+    conflict("each worker must bring a harness", "each worker's employer must bring a harness")
+    # -> None (a word dropped)
     conflict("the tenant must repair the boiler", "the landlord must repair the boiler")
     # -> "wording: tenant where the source says landlord"
 
@@ -162,17 +165,20 @@ _OPPOSITE = {
     "if": {"unless"},
 }
 _EN_REL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _EN_RELATIONS), key=len, reverse=True)) + r")\b")
-# The one-character postpositions 前 后 内 are relations only after a number or a unit of time (三天后, 30日内).
+# The one-character postpositions 前 后 内 are relations only after a number or a unit of time
+# (三天后, 30日内).
 _CN_POSTPOSITION = re.compile("(?<=[0-9一二三四五六七八九十两天日月年周时分秒])([前后内])")
 _CN_REL = re.compile("|".join(sorted(map(re.escape, _CN_RELATIONS), key=len, reverse=True)))
 _CN_POST = {"前": "before", "后": "after", "内": "within"}
 # A negated bound is the opposite bound, not a negation: 不得超过 = at most, must not exceed = at most.
 _NEGATED_BOUND = {
     "max": re.compile(
-        r"(?:不得|不能|不可|不应|不准|不会|不)(?:超过|高于|多于|大于|超出)|\b(?:not|never|n't)\s+(?:exceed|be more than|be longer than|go beyond)\b"
+        r"(?:不得|不能|不可|不应|不准|不会|不)(?:超过|高于|多于|大于|超出)"
+        r"|\b(?:not|never|n't)\s+(?:exceed|be more than|be longer than|go beyond)\b"
     ),
     "min": re.compile(
-        r"(?:不得|不能|不可|不应|不)(?:少于|低于|小于|短于)|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"
+        r"(?:不得|不能|不可|不应|不)(?:少于|低于|小于|短于)"
+        r"|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"
     ),
 }
 SAME_WORDING = (
@@ -218,7 +224,8 @@ def _blank(m: re.Match[str]) -> str:
 
 @lru_cache(maxsize=65536)
 def relation_spans(folded: str) -> tuple[tuple[int, int, str], ...]:
-    """The relation operators of a folded text: (start, end, canonical name), in the order they are written."""
+    """The relation operators of a folded text: (start, end, canonical name), in the order they are
+    written."""
     s = folded
     found = [
         (m.start(), m.end(), name) for name, pattern in _NEGATED_BOUND.items() for m in pattern.finditer(s)
@@ -235,7 +242,8 @@ def relation_spans(folded: str) -> tuple[tuple[int, int, str], ...]:
 
 
 def _swapped_operator(said: str, source: str) -> str | None:
-    """An operator of `said` written where `source`, in the same wording, has its opposite (30日内 -> 30日后)."""
+    """An operator of `said` written where `source`, in the same wording, has its opposite
+    (30日内 -> 30日后)."""
     mine, theirs = relation_spans(said), relation_spans(source)
     if not mine or not theirs:
         return None
@@ -270,14 +278,16 @@ def quantity_conflict(
 
 
 def _family(f: Fact) -> str:
-    """Facts that can stand for each other: amounts of one unit family, bare numbers, dates, ranges, articles, times."""
+    """Facts that can stand for each other: amounts of one unit family, bare numbers, dates, ranges,
+    articles, times."""
     if f.value:
         return f.value.split(":", 1)[0]
     return "number" if f.kind in ("quantity", "percent", "number") else f.kind
 
 
 def _aligned(statement: str, evidence: str) -> tuple[str, str, float] | None:
-    """The statement and its evidence as compared (folded), cut to what they share, and their rapidfuzz `ratio`.
+    """The statement and its evidence as compared (folded), cut to what they share, and their rapidfuzz
+    `ratio`.
 
     The shorter text is aligned to its best-matching part of the longer one
     (`partial_ratio_alignment`); of the longer, the clauses that alignment touches are kept
@@ -334,8 +344,9 @@ def _changed(mine: frozenset[str], theirs: frozenset[str]) -> tuple[set[str], se
 
 
 def added_words(statement: str, evidence: str, sources: frozenset[str]) -> frozenset[str]:
-    """The words a near-copy of `evidence` adds that no source has (`sources`: their `words`); empty for any other
-    statement. A statement that copies its evidence and adds a word claims something the sources do not say."""
+    """The words a near-copy of `evidence` adds that no source has (`sources`: their `words`); empty for
+    any other statement. A statement that copies its evidence and adds a word claims something the sources
+    do not say."""
     aligned = _aligned(statement, evidence)
     if aligned is None or aligned[2] < NEAR_COPY:
         return frozenset()
@@ -344,9 +355,9 @@ def added_words(statement: str, evidence: str, sources: frozenset[str]) -> froze
 
 @lru_cache(maxsize=65536)
 def words(text: str) -> frozenset[str]:
-    """The words a near-copy is compared by: English content words (`lexical.content_tokens`) stemmed by Snowball,
-    Chinese words of two or more characters as jieba cuts them; without numerals and unit words (amounts are
-    compared by value, `quantity_conflict`)."""
+    """The words a near-copy is compared by: English content words (`lexical.content_tokens`) stemmed by
+    Snowball, Chinese words of two or more characters as jieba cuts them; without numerals and unit words
+    (amounts are compared by value, `quantity_conflict`)."""
     latin = [t for t in content_tokens(text) if t.isascii()]
     chinese = [
         w for run in _CJK_RUN.findall(text) for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS
@@ -362,7 +373,8 @@ def word_forms(tokens: frozenset[str]) -> frozenset[str]:
 
 
 def _numeral_or_unit(token: str) -> bool:
-    """A number written in digits, English or Chinese numerals, or a unit word: compared by value elsewhere."""
+    """A number written in digits, English or Chinese numerals, or a unit word: compared by value
+    elsewhere."""
     if token.isascii():
         return token[0].isdigit() or words_number([token]) is not None or unit_of(token) is not None
     return any(c in _CN_NUMERALS for c in token) or token in CN_UNITS

@@ -80,13 +80,13 @@ _NAME = re.compile(
 )
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？;；:：\n]\s*[\"'“‘(（]?)$")
 _FUNCTION_WORDS = frozenset(
-    """the a an this that these those in on at under for by with from to of as if when what which who how why where
-    does do did is are was were can could should would will it its our your their his her my no yes not after before
-    during since per each every all any some according under""".split()
+    """the a an this that these those in on at under for by with from to of as if when what which who how
+    why where does do did is are was were can could should would will it its our your their his her my no
+    yes not after before during since per each every all any some according under""".split()
 )
 _CALENDAR = frozenset(
-    """january february march april may june july august september october november december jan feb mar apr jun jul
-    aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday""".split()
+    """january february march april may june july august september october november december jan feb mar
+    apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday""".split()
 )
 
 
@@ -142,7 +142,8 @@ def _jieba():  # noqa: ANN202 - the jieba modules
 
 @lru_cache(maxsize=65536)
 def segment(text: str) -> tuple[tuple[str, str], ...]:
-    """The words of a Chinese text and their part-of-speech tags (`n`, `v`, `p` …) as `jieba.posseg` cuts them."""
+    """The words of a Chinese text and their part-of-speech tags (`n`, `v`, `p` …) as `jieba.posseg` cuts
+    them."""
     _, pseg = _jieba()
     return tuple((w.word, w.flag) for w in pseg.lcut(text) if w.word.strip())
 
@@ -190,7 +191,8 @@ _NOT_ENTITY_FACTS = frozenset({"number", "time"})
 
 
 def extract(text: str | None) -> list[Entity]:
-    """The entities of `text`, de-duplicated by key, in order: facts, English names, Chinese names and terms."""
+    """The entities of `text`, de-duplicated by key, in order: facts, English names, Chinese names and
+    terms."""
     return list(_extract(text or ""))
 
 

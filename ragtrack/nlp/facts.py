@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
 
@@ -129,7 +130,8 @@ _SCALE_WORDS = {
 
 
 def cn_number(s: str) -> int | None:
-    """The integer a run of Chinese numerals writes (`十二` = 12, `三千零五` = 3005), read by `cn2an`; or None.
+    """The integer a run of Chinese numerals writes (`十二` = 12, `三千零五` = 3005), read by `cn2an`; or
+    None.
 
     A run of bare digits without 十百千 (`二〇二三`) is read digit by digit (2023).
     """
@@ -336,13 +338,17 @@ _RANGE = re.compile(
     rf"{_NOT_AFTER_LETTER}({_NUM})\s*(?:-|–|—|~|～|至|到|\bto\b)\s*({_NUM})(?![\d])\s*(%|percent\b|(?:{_UNIT_ALT})(?![a-z]))?"
 )
 _QUANTITY = re.compile(
-    rf"{_NOT_AFTER_LETTER}{_AMOUNT}(?:[\s-]?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
+    rf"{_NOT_AFTER_LETTER}{_AMOUNT}"
+    rf"(?:[\s-]?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
 )
-# A rate: an amount per a unit or per an amount (`112.5 g per litre`, `22.5 g of sugars per 100 g`, `$5 a month`,
-# `每100毫升含糖11.25克`, `108元/亩`); up to three words may stand between the amount and `per`.
+# A rate: an amount per a unit or per an amount (`112.5 g per litre`, `22.5 g of sugars per 100 g`,
+# `$5 a month`, `每100毫升含糖11.25克`, `108元/亩`); up to three words may stand between the amount and
+# `per`.
 _RATE_EN = re.compile(
-    rf"{_NOT_AFTER_LETTER}((?:us\$|\$|€)\s?)?({_NUM})[\s-]?((?:{_UNIT_ALT})(?![a-z]))?((?:\s+[a-z][a-z'-]*){{0,3}}?)"
-    rf"\s*(?:\bper\b|/|\b(?:for |of )?every\b|\beach\b|\ba\b|\ban\b)\s*(?:({_NUM})\s*)?((?:{_UNIT_ALT})(?![a-z]))"
+    rf"{_NOT_AFTER_LETTER}((?:us\$|\$|€)\s?)?({_NUM})[\s-]?((?:{_UNIT_ALT})(?![a-z]))?"
+    rf"((?:\s+[a-z][a-z'-]*){{0,3}}?)"
+    rf"\s*(?:\bper\b|/|\b(?:for |of )?every\b|\beach\b|\ba\b|\ban\b)\s*"
+    rf"(?:({_NUM})\s*)?((?:{_UNIT_ALT})(?![a-z]))"
 )
 _RATE_CN_PER_FIRST = re.compile(
     f"每({_NUM}|{_CNN})?({_UNIT_ALT_CN})[\u4e00-\u9fff]{{0,4}}?({_NUM}|{_CNN})({_UNIT_ALT_CN})"
@@ -569,7 +575,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
 
 
 def _cn_amount(text: str) -> Decimal | None:
-    """A number written in digits or Chinese numerals (`三点五` = 3.5; a lone 十 百 千 万 is its value), or None."""
+    """A number written in digits or Chinese numerals (`三点五` = 3.5; a lone 十 百 千 万 is its value), or
+    None."""
     if text in _CN_SCALES:
         return Decimal(_CN_SCALES[text])
     inner = re.fullmatch(_AMOUNT, text)
@@ -587,8 +594,11 @@ def _en_amount(text: str | None) -> Decimal | None:
     return None if n is None else Decimal(n)
 
 
-def _fraction(numerator: Decimal | None, denominator: Decimal | None, add) -> bool | None:  # noqa: ANN001
-    """`numerator / denominator` as a percent (per 100), per-mille (per 1000) or fraction fact, with its ratio value."""
+def _fraction(
+    numerator: Decimal | None, denominator: Decimal | None, add: Callable[..., None]
+) -> bool | None:
+    """`numerator / denominator` as a percent (per 100), per-mille (per 1000) or fraction fact, with its
+    ratio value."""
     if numerator is None or not denominator:
         return False
     number = _fmt(numerator)
@@ -599,15 +609,18 @@ def _fraction(numerator: Decimal | None, denominator: Decimal | None, add) -> bo
     return None
 
 
-def _half_en(m: re.Match[str], add) -> bool | None:  # noqa: ANN001
+def _half_en(m: re.Match[str], add: Callable[..., None]) -> bool | None:
     """`a year and a half` = 1.5 years, `half a year` = 0.5 years."""
     if m.group(3) is not None:
         return _unit_amount(Decimal(0), m.group(3), Decimal("0.5"), add)
     return _unit_amount(_en_amount(m.group(1)), m.group(2), Decimal("0.5"), add)
 
 
-def _unit_amount(whole: Decimal | None, unit_word: str, extra: Decimal, add) -> bool | None:  # noqa: ANN001
-    """`<whole><unit>` plus `extra` of the unit (一年半: 1.5 years; 一米二: 1.2 metres), as a quantity fact."""
+def _unit_amount(
+    whole: Decimal | None, unit_word: str, extra: Decimal, add: Callable[..., None]
+) -> bool | None:
+    """`<whole><unit>` plus `extra` of the unit (一年半: 1.5 years; 一米二: 1.2 metres), as a quantity
+    fact."""
     word = unit_word if unit_word in _UNITS else f"个{unit_word}"  # 一个半月: the unit is 个月
     code = _UNITS.get(word)
     if whole is None or code is None:
@@ -622,18 +635,20 @@ _CURRENCY_WORD = {"$": "dollars", "us$": "dollars", "€": "euros"}
 
 
 def _plain(words: str) -> bool:
-    """Words between a rate's amount and its `per` that hold no number or unit (`500 mg three times a day` is no
-    rate of 500 mg a day)."""
+    """Words between a rate's amount and its `per` that hold no number or unit (`500 mg three times a day`
+    is no rate of 500 mg a day)."""
     return not any(
         w in _UNITS or w in ("once", "twice", "thrice") or words_number([w]) is not None
         for w in words.split()
     )
 
 
-def _rate(amount: str, unit_word: str | None, per_amount: str | None, per_word: str, add) -> bool | None:  # noqa: ANN001
-    """An amount per a unit (or per an amount of it) as a `rate` fact: `22.5g/100g`, by value when both units have one
-    (`ratio:0.225` when they are of one family, `mass/volume:112.5` in base units otherwise). It also provides its
-    two amounts, so a statement that names either still agrees."""
+def _rate(
+    amount: str, unit_word: str | None, per_amount: str | None, per_word: str, add: Callable[..., None]
+) -> bool | None:
+    """An amount per a unit (or per an amount of it) as a `rate` fact: `22.5g/100g`, by value when both
+    units have one (`ratio:0.225` when they are of one family, `mass/volume:112.5` in base units
+    otherwise). It also provides its two amounts, so a statement that names either still agrees."""
     num, den = _cn_amount(amount), _cn_amount(per_amount) if per_amount else Decimal(1)
     code, per_code = _UNITS.get(unit_word or ""), _UNITS.get(per_word)
     if num is None or den is None or not den or code is None or per_code is None:

@@ -21,19 +21,19 @@ __all__ = ["content_tokens", "coverage", "split_statements"]
 
 # SPEC §3: sentence ends 。！？!?；; and `.` followed by whitespace or the end, and newlines.
 _SPLIT = re.compile(r"[。！？!?；;\n]+|\.(?=\s|$)")
-_HAS_CONTENT = re.compile(r"[^\W_]")
-_CITATIONS = re.compile(
-    r"citations\s*:\s*\[[^\]]*\]", re.IGNORECASE
-)  # as ragtrack.scorers.refusal_citation reads them  # a letter, digit or ideograph: a piece of only punctuation is dropped
+_HAS_CONTENT = re.compile(r"[^\W_]")  # a letter, digit or ideograph: a piece of only punctuation is dropped
+# as ragtrack.scorers.refusal_citation reads them
+_CITATIONS = re.compile(r"citations\s*:\s*\[[^\]]*\]", re.IGNORECASE)
 
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _EN_STOP = frozenset(
-    """a an the and or but if then than so of in on at to for from by with without about into onto over under
-    is are was were be been being am do does did done have has had having can could may might must shall should
-    will would it its this that these those there here which who whom whose what when where why how i you he she
-    we they me him her us them my your his our their as not no yes any some all each every such also only just
-    very more most much many other same own too again further once both either neither nor per via upon while""".split()
+    """a an the and or but if then than so of in on at to for from by with without about into onto over
+    under is are was were be been being am do does did done have has had having can could may might must
+    shall should will would it its this that these those there here which who whom whose what when where
+    why how i you he she we they me him her us them my your his our their as not no yes any some all each
+    every such also only just very more most much many other same own too again further once both either
+    neither nor per via upon while""".split()
 )
 _CJK_QUESTION_WORDS = re.compile("什么|哪些|哪个|哪里|多少|怎么|怎样|如何|为什么|为何|是否|吗|呢|吧")
 _CJK_FUNCTION = re.compile("[的了是在和与及或也都就被把将对于之其这那个着过]")

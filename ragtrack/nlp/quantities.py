@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import pint
@@ -196,7 +196,7 @@ Unit = tuple[str, str]  # (family, pint expression)
 def _registry() -> pint.UnitRegistry:
     import pint
 
-    reg = pint.UnitRegistry()
+    reg: pint.UnitRegistry = pint.UnitRegistry()
     for line in (
         "business_day = [business_time]",
         "times = [multiple]",
@@ -229,7 +229,8 @@ def unit_of(word: str) -> Unit | None:
         if len(items) != 1:
             return None
         ((name, power),) = items.items()
-        family = _FAMILY.get(name) if power == 1 else _POWERED.get(name, {}).get(int(power))
+        # pint types an exponent as any scalar (complex included); a unit's power is a real number
+        family = _FAMILY.get(name) if power == 1 else _POWERED.get(name, {}).get(int(cast(float, power)))
         return (family, str(parsed)) if family else None
     family = "area" if expr.endswith("**2") else "volume" if expr.endswith("**3") else _FAMILY.get(expr)
     return (family, expr) if family else None

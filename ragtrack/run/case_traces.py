@@ -64,7 +64,10 @@ def _not_scored(scorer: str, case: EvalCase) -> str:
 
     section = SCORERS.get(scorer).section if scorer in SCORERS.names() else None
     if section is not None and getattr(case, section) is None:
-        return f"not scored: {scorer} scores {SECTION_FORMATS[section]} cases (with `{section}`), and this case has none"
+        return (
+            f"not scored: {scorer} scores {SECTION_FORMATS[section]} cases (with `{section}`), "
+            "and this case has none"
+        )
     return f"not computed for this case by {scorer}"
 
 
@@ -101,7 +104,7 @@ def case_traces(result: RunResult) -> list[CaseTrace]:
                     CaseAssessment(
                         name=k,
                         value=v,
-                        source=source,  # type: ignore[arg-type]
+                        source=source,
                         rationale=rationale if v is not None else why,
                     )
                 )

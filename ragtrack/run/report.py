@@ -39,8 +39,9 @@ def _index_rows(m: RunManifest) -> list[str]:
         return []
     ix, ch = m.index, m.index.chunker
     return [
-        f"| index | {ix.n_chunks} chunks of {ix.n_files} files; chunker size {ch['size']}, overlap {ch['overlap']}, "
-        f"boundary {ch['boundary']}; embedder `{ix.embedder_model}` (weights sha256 `{ix.embedder_sha256[:12]}…`) |"
+        f"| index | {ix.n_chunks} chunks of {ix.n_files} files; chunker size {ch['size']}, "
+        f"overlap {ch['overlap']}, boundary {ch['boundary']}; embedder `{ix.embedder_model}` "
+        f"(weights sha256 `{ix.embedder_sha256[:12]}…`) |"
     ]
 
 
@@ -51,7 +52,8 @@ def _list(ids: list[str], total: int, limit: int = 50) -> str:
 
 
 def capped_tables(md: str, limit: int = REPORT_TABLE_ROWS) -> str:
-    """`md` with each Markdown table cut after `limit` rows, and a line saying how many more there are and where."""
+    """`md` with each Markdown table cut after `limit` rows, and a line saying how many more there are and
+    where."""
     out: list[str] = []
     rows = hidden = 0
     for line in [*md.splitlines(), ""]:
@@ -72,7 +74,8 @@ def capped_tables(md: str, limit: int = REPORT_TABLE_ROWS) -> str:
 
 
 def render_report(result: RunResult) -> str:
-    """The run's report: where it was logged, version stamps, gates, every metric, then each scorer's section."""
+    """The run's report: where it was logged, version stamps, gates, every metric, then each scorer's
+    section."""
     m = result.manifest
     g = result.generation
     lines = [f"# ragtrack report: {run_label(m)} · {m.stage}", "", "| stamp | value |", "|---|---|"]
@@ -108,7 +111,8 @@ def render_report(result: RunResult) -> str:
         lines += [f"- Warning: {w}" for w in g.warnings]
         if g.n_outside_subset:
             lines.append(
-                f"- Predictions for cases outside this dev subset (not scored, not unmatched): {g.n_outside_subset}"
+                "- Predictions for cases outside this dev subset (not scored, not unmatched): "
+                f"{g.n_outside_subset}"
             )
         if g.missing_ids:
             lines.append(
@@ -121,7 +125,8 @@ def render_report(result: RunResult) -> str:
     if m.dropped_gates:
         lines += [
             "",
-            f"Not applicable (they read only metrics of scorers that did not run): {', '.join(m.dropped_gates)}",
+            "Not applicable (they read only metrics of scorers that did not run): "
+            f"{', '.join(m.dropped_gates)}",
         ]
     lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in sorted(result.metrics.items())]

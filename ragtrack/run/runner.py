@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -121,7 +121,8 @@ def _index_spec(cfg: RunConfig) -> IndexSpec | None:
 
 
 def index_version(cfg: RunConfig, spec: IndexSpec | None = None) -> str:
-    """A built index's version (see `ragtrack.index.build`); else the configured version, `<stem>@<sha1>` of the index file, or its name."""
+    """A built index's version (see `ragtrack.index.build`); else the configured version, `<stem>@<sha1>`
+    of the index file, or its name."""
     spec = spec or _index_spec(cfg)
     if spec is not None:
         return spec.version
@@ -154,7 +155,8 @@ def prepare(cfg: RunConfig, *, staged: bool | None = None, prompt: Prompt | None
             else f"no such gate (gates: {sorted(cfg.gates)})"
         )
         raise InputError("config", f"dev gate {cfg.stages.dev_gate!r}: {why}", field="stages.dev_gate")
-    eval_set, loaded = load_eval_set(cfg.eval_set.files, name=cfg.eval_set.name)
+    files: list[str | Path] = list(cfg.eval_set.files)  # `load_eval_set` takes paths too
+    eval_set, loaded = load_eval_set(files, name=cfg.eval_set.name)
     check_applicable(scorers, eval_set)
     if prompt is None:
         if cfg.prompt.path is None:
@@ -171,11 +173,12 @@ def prepare(cfg: RunConfig, *, staged: bool | None = None, prompt: Prompt | None
             raise InputError(
                 "config",
                 f"generator {generator.name!r} retrieves from a built index, and index {cfg.index.name!r} "
-                "is a recorded one: choose an index with `corpus`, `chunker` and `embedder` (e.g. index=small_chunks)",
+                "is a recorded one: choose an index with `corpus`, `chunker` and `embedder` "
+                "(e.g. index=small_chunks)",
                 field="index",
             )
         generator.index = spec
-    common = dict(
+    common: dict[str, Any] = dict(
         cfg=cfg,
         all_cases=eval_set.cases,
         prompt=prompt,

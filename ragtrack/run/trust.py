@@ -103,8 +103,8 @@ class Refused(InputError):
         self.settings = list(settings)
         lines = [f"  {s.show()}: {_fix(s)}" for s in settings]
         problem = (
-            "the config comes from the run's artifacts; these settings reach outside this process and are not used "
-            "without your word:\n" + "\n".join(lines)
+            "the config comes from the run's artifacts; these settings reach outside this process and are "
+            "not used without your word:\n" + "\n".join(lines)
         )
         super().__init__(where, problem)
 

@@ -102,7 +102,8 @@ class CaseTerms(BaseModel):
 
     @property
     def value(self) -> float:
-        """The metric: `Σ num / Σ den` with `math.fsum` (bit for bit the logged value), `empty` when `Σ den` is 0."""
+        """The metric: `Σ num / Σ den` with `math.fsum` (bit for bit the logged value), `empty` when `Σ den`
+        is 0."""
         den = math.fsum(self.den)
         return math.fsum(self.num) / den if den else self.empty
 
@@ -166,8 +167,8 @@ def check_applicable(scorers: Sequence[Scorer], eval_set: EvalSet) -> None:
         files = ", ".join(f"{f.path} ({f.format})" for f in eval_set.files)
         raise InputError(
             "scorers",
-            f"needs {SECTION_FORMATS[s.section]} items (with `{s.section}`), and no case of the eval set has them; "
-            f"eval-set files: {files}",
+            f"needs {SECTION_FORMATS[s.section]} items (with `{s.section}`), and no case of the eval set "
+            f"has them; eval-set files: {files}",
             field=s.name,
         )
 

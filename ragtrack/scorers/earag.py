@@ -130,8 +130,8 @@ def dimensions(
     s: Metric,
     s_column: str,
 ) -> dict[str, ScoreValue]:
-    """Every column of one case (without the `earag/` prefix) from the backend's entities of question (`q`) and
-    answer (`a`) and its faithfulness `s` (column `s_column`); `judge` gives the cosine."""
+    """Every column of one case (without the `earag/` prefix) from the backend's entities of question
+    (`q`) and answer (`a`) and its faithfulness `s` (column `s_column`); `judge` gives the cosine."""
     nan = math.nan
     covered, missing = _found(q, inp.answer)
     context = "\n".join(inp.contexts)
@@ -227,8 +227,8 @@ class EaragScorer(EmbeddingScorer):
 
     name = NAME
     headline = "overall"
-    # 2: support verdicts with contradictions, quantities by value; 3: an operator in its opposite's place (rag v3);
-    # 4: changed and added words of near-copies (rag v4)
+    # 2: support verdicts with contradictions, quantities by value; 3: an operator in its opposite's place
+    # (rag v3); 4: changed and added words of near-copies (rag v4)
     version = "4"
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
@@ -236,7 +236,8 @@ class EaragScorer(EmbeddingScorer):
     p: EaragParams
 
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
-        """What earag embeds: the question, the answer, and the statements of the answer and of the contexts."""
+        """What earag embeds: the question, the answer, and the statements of the answer and of the
+        contexts."""
         texts = {inp.question, *(s for c in inp.contexts for s in judge.statements(c))}
         if inp.answer.strip():
             texts |= {inp.answer, *judge.statements(inp.answer)}
@@ -285,7 +286,8 @@ class EaragScorer(EmbeddingScorer):
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
-        """Every metric is a mean over the cases that have it; hallucination and unverified entities are better low."""
+        """Every metric is a mean over the cases that have it; hallucination and unverified entities are
+        better low."""
         return [
             mean_terms(f"{NAME}/{k}", columns[f"{NAME}/{k}"], higher_is_better=k not in _LOWER_IS_BETTER)
             for k in _MEANS
@@ -305,12 +307,14 @@ class EaragScorer(EmbeddingScorer):
 def report(
     rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20
 ) -> str:
-    """The scorer's section: each dimension's mean and how far it can be trusted (`trust(dimension)`), then diagnoses."""
+    """The scorer's section: each dimension's mean and how far it can be trusted (`trust(dimension)`),
+    then diagnoses."""
     lines = [f"## {NAME}", "", "| dimension | mean | cases | reliability |", "|---|---|---|---|"]
     for k in ("overall", *DIMENSIONS):
         mean = metrics[f"{NAME}/{k}"]
         lines.append(
-            f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{k}_n'])} | {trust(k)} |"
+            f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | "
+            f"{int(metrics[f'{NAME}/{k}_n'])} | {trust(k)} |"
         )
     flagged = [r for r in rows if r.values[f"{NAME}/issues"]]
     if flagged:

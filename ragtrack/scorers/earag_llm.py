@@ -1,4 +1,5 @@
-"""The `llm` backend of `earag` (SPEC §4): seed 003's entity-extraction and faithfulness prompts, with its fallbacks.
+"""The `llm` backend of `earag` (SPEC §4): seed 003's entity-extraction and faithfulness prompts, with its
+fallbacks.
 
 - Entities (`earag_entities_v1.md`, the seed's prompt): a text's first `max_text_length`
   characters (the seed's `text[:1000]`) and its role (`question`, `answer`) → a JSON
@@ -29,7 +30,7 @@ from ragtrack.scorers.llm_batch import LlmBatch, ReplyError, read_json
 
 __all__ = ["FALLBACK_SCORE", "PROMPTS", "llm_entities", "llm_score", "read_entities", "read_score"]
 
-PROMPTS = {
+PROMPTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "entities": ("earag_entities_v1.md", ("role", "text")),
     "faithfulness": ("earag_faithfulness_v1.md", ("context", "answer")),
 }
@@ -67,7 +68,7 @@ def llm_entities(
     if not text.strip():
         return [], ""
     try:
-        names = batch.ask(
+        names: list[str] = batch.ask(
             fill_as_data(prompt.text, {"role": role, "text": text[:max_chars]}), read_entities, []
         )
     except JudgeFailure as e:
@@ -76,14 +77,15 @@ def llm_entities(
     for name in names:
         key = norm(name).strip('《》"')
         if key:
-            found.setdefault(key, Entity(text=name, key=key, kind="name", parts=extract(name)))
+            found.setdefault(key, Entity(text=name, key=key, kind="name", parts=tuple(extract(name))))
     return list(found.values()), ""
 
 
 def llm_score(
     batch: LlmBatch, prompt: Prompt, answer: str, contexts: list[str], top_k: int
 ) -> tuple[float, str]:
-    """The seed's `llm_score` of `answer` against its first `top_k` contexts and, when the fallback 0.5 was taken, why."""
+    """The seed's `llm_score` of `answer` against its first `top_k` contexts and, when the fallback 0.5 was
+    taken, why."""
     try:
         return batch.ask(
             fill_as_data(prompt.text, {"context": "\n".join(contexts[:top_k]), "answer": answer}),

@@ -168,7 +168,8 @@ class OfflineJudge:
         keys: frozenset[str],
         all_tokens: frozenset[str],
     ) -> Verdict:
-        """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines `cos`)."""
+        """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines
+        `cos`)."""
         n = norm(st)
         if n and n in whole:
             return Verdict(statement=st, supported=True, score=1.0, closeness=1.0)
@@ -225,6 +226,6 @@ class OfflineJudge:
         return self.w * max(0.0, self.cosine(question, text)) + (1 - self.w) * lex
 
     def chunk_relevance(self, question: str, chunk: str) -> float:
-        """`relevance` to the question's focus (`entities.focus`): the names a whole topic shares do not make a chunk
-        relevant, what the question asks of them does."""
+        """`relevance` to the question's focus (`entities.focus`): the names a whole topic shares do not make
+        a chunk relevant, what the question asks of them does."""
         return self.relevance(focus(question), chunk)

@@ -99,7 +99,8 @@ def read_json(text: str, accept: Callable[[Any], T]) -> T:
 
 
 def llm_info(settings: JudgeLLMSettings, prompts: dict[str, Prompt]) -> dict[str, ScoreValue]:
-    """The settings and each prompt's sha256, as flat `llm.<key>` scorer parameters (logged; the key never is)."""
+    """The settings and each prompt's sha256, as flat `llm.<key>` scorer parameters (logged; the key never
+    is)."""
     out: dict[str, ScoreValue] = {f"llm.{k}": v for k, v in settings.model_dump().items()}
     out.update({f"llm.{kind}_prompt_sha256": p.sha256 for kind, p in prompts.items()})
     return out
@@ -199,7 +200,8 @@ class LlmBatch:
         return [a.reason for a in self._answers.values() if isinstance(a, _Failed)]
 
     def metrics(self, prefix: str, failure: str) -> dict[str, float]:
-        """`<prefix>/llm/questions`, `/<failure>s`, `/<failure>_rate`, and the client's requests, cache use, tokens, latency."""
+        """`<prefix>/llm/questions`, `/<failure>s`, `/<failure>_rate`, and the client's requests, cache use,
+        tokens, latency."""
         n, failed = len(self._answers), len(self.failures)
         return {
             **self.stats.metrics(f"{prefix}/llm"),
@@ -213,6 +215,7 @@ class LlmBatch:
         n, failed = len(self._answers), self.failures
         if n and len(failed) / n > self.s.max_failure_rate:
             raise LlmFailureRateError(
-                f"{self.label}: {len(failed)} of {n} LLM questions ({len(failed) / n:.0%}) got no usable answer, above "
-                f"max_failure_rate {self.s.max_failure_rate:g} (judge {self.s.model!r} at {self.client.endpoint}); first: {failed[0]}"
+                f"{self.label}: {len(failed)} of {n} LLM questions ({len(failed) / n:.0%}) got no usable "
+                f"answer, above max_failure_rate {self.s.max_failure_rate:g} (judge {self.s.model!r} at "
+                f"{self.client.endpoint}); first: {failed[0]}"
             )

@@ -107,7 +107,8 @@ def _one_line(text: str) -> str:
 
 
 class LlmJudge:
-    """`RagJudge` through an LLM (see the module doc); `cosine` from `vectors`, the offline judge's embeddings."""
+    """`RagJudge` through an LLM (see the module doc); `cosine` from `vectors`, the offline judge's
+    embeddings."""
 
     def __init__(self, batch: LlmBatch, prompts: dict[str, Prompt], vectors: OfflineJudge) -> None:
         self.batch = batch
@@ -116,7 +117,8 @@ class LlmJudge:
         self._cosine_texts: set[str] = set()
 
     def prefetch(self, evaluate: Callable[[], object]) -> None:
-        """Ask every question `evaluate` asks (see `LlmBatch.prefetch`), then embed every text it compares, in one call."""
+        """Ask every question `evaluate` asks (see `LlmBatch.prefetch`), then embed every text it compares,
+        in one call."""
         self.batch.prefetch(evaluate)
         self.vectors.prepare(self._cosine_texts)
 

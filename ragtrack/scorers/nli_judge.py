@@ -43,7 +43,8 @@ _lock = threading.Lock()
 
 
 class NliModel:
-    """An NLI cross-encoder: (entailment, contradiction) probabilities per pair, each pair predicted once per process."""
+    """An NLI cross-encoder: (entailment, contradiction) probabilities per pair, each pair predicted once
+    per process."""
 
     def __init__(self, name: str, *, batch_size: int = 16, field: str = "nli_model") -> None:
         self.name = name
@@ -73,6 +74,7 @@ class NliModel:
                         field=self.field,
                     ) from None
             model = _models[self.folder]
+        assert model.model is not None, "a cross-encoder loaded from a folder wraps a transformers model"
         labels = {int(i): str(label).lower() for i, label in (model.model.config.id2label or {}).items()}
         entail = next((i for i, label in labels.items() if label.startswith("entail")), None)
         contra = next((i for i, label in labels.items() if label.startswith("contradict")), None)
@@ -86,7 +88,8 @@ class NliModel:
         return model, entail, contra
 
     def probs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, float]]:
-        """(entailment, contradiction) of each (premise, hypothesis); the pairs not judged yet go to the model at once."""
+        """(entailment, contradiction) of each (premise, hypothesis); the pairs not judged yet go to the
+        model at once."""
         sha = self.identity.sha256
         todo = sorted({p for p in pairs if (sha, *p) not in _memo})
         if todo:

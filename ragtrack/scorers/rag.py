@@ -197,9 +197,10 @@ def _share(verdicts: Sequence[Verdict]) -> float:
 
 
 def _agreement(verdicts: Sequence[Verdict]) -> float:
-    """The mean agreement of the statements with the other text: 1 for a supported statement, whatever its wording;
-    its graded score (below ½) for one that is not; 0 for one that contradicts it. Closeness does not count among
-    supported statements, so a near-copy of the reference with one error cannot outscore a correct paraphrase."""
+    """The mean agreement of the statements with the other text: 1 for a supported statement, whatever its
+    wording; its graded score (below ½) for one that is not; 0 for one that contradicts it. Closeness does
+    not count among supported statements, so a near-copy of the reference with one error cannot outscore a
+    correct paraphrase."""
     return math.fsum(0.0 if v.contradicted else 1.0 if v.supported else v.score for v in verdicts) / len(
         verdicts
     )
@@ -226,7 +227,8 @@ def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
 
 
 def context_relevance(inp: RagInputs, judge: RagJudge) -> Metric:
-    """The mean relevance (0..1) of the retrieved chunks to the question's focus (`RagJudge.chunk_relevance`)."""
+    """The mean relevance (0..1) of the retrieved chunks to the question's focus
+    (`RagJudge.chunk_relevance`)."""
     if not inp.contexts:
         return Metric.nan(NO_CONTEXTS)
     return Metric(value=sum(judge.chunk_relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
@@ -333,7 +335,8 @@ class EmbeddingScorer(Scorer):
 
     @property
     def info(self) -> ComponentInfo:
-        """Every parameter; the `llm` block (flat, with the prompts' sha256) and the `nli_*` keys only with their backend."""
+        """Every parameter; the `llm` block (flat, with the prompts' sha256) and the `nli_*` keys only with
+        their backend."""
         params: dict[str, Any] = self.p.model_dump(
             exclude={"llm"} | (set() if self.p.backend == "nli" else NLI_KEYS)
         )
@@ -382,8 +385,8 @@ class EmbeddingScorer(Scorer):
         return reliability.note(self.name, self.version, self.p.backend, metric)
 
     def scored_info(self) -> ComponentInfo:
-        """`info` plus the embedding model's identity (name and weights sha256) once it is known, the nli model's, and
-        the sha256 of the reliability file the report quotes."""
+        """`info` plus the embedding model's identity (name and weights sha256) once it is known, the nli
+        model's, and the sha256 of the reliability file the report quotes."""
         provenance = {}
         if (shipped := reliability.load(self.name)) is not None:
             provenance["reliability_sha256"] = shipped[1]
@@ -445,9 +448,11 @@ class RagScorer(EmbeddingScorer):
     """SPEC §3 over every case with a `reference` (items of a `rag` eval set)."""
 
     name = NAME
-    headline = "faithfulness"  # no overall figure: faithfulness, the metric measured most reliably (reliability/rag.json)
-    # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs the
-    # question's focus, swapped operators; 4: changed and added words of near-copies, correctness by support
+    # no overall figure: faithfulness, the metric measured most reliably (reliability/rag.json)
+    headline = "faithfulness"
+    # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs
+    # the question's focus, swapped operators; 4: changed and added words of near-copies, correctness by
+    # support
     version = "4"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
@@ -487,7 +492,8 @@ def llm_report(batch: LlmBatch, metrics: dict[str, float], name: str, failure: s
     lines = [
         "",
         f"LLM backend: `{batch.s.model}` at `{batch.client.endpoint}`; {m('questions')} questions "
-        f"({m('requests')} requests, {m('cache_hits')} answers from the cache), {m(failure + 's')} {failure}s.",
+        f"({m('requests')} requests, {m('cache_hits')} answers from the cache), "
+        f"{m(failure + 's')} {failure}s.",
     ]
     lines += [f"- {reason}" for reason in batch.failures[:10]]
     return "\n".join(lines) + "\n"
@@ -527,12 +533,14 @@ def aggregate_means(rows: Sequence[CaseScore], name: str, columns: Sequence[str]
 def report(
     rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20
 ) -> str:
-    """The scorer's section: each metric's mean and how far it can be trusted (`trust(metric)`), then the unsupported statements."""
+    """The scorer's section: each metric's mean and how far it can be trusted (`trust(metric)`), then the
+    unsupported statements."""
     lines = [f"## {NAME}", "", "| metric | mean | cases | reliability |", "|---|---|---|---|"]
     for m in METRICS:
         mean = metrics[f"{NAME}/{m}"]
         lines.append(
-            f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | {int(metrics[f'{NAME}/{m}_n'])} | {trust(m)} |"
+            f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | "
+            f"{int(metrics[f'{NAME}/{m}_n'])} | {trust(m)} |"
         )
     unsupported = [(r.case_id, v) for r in rows for v in json.loads(str(r.values[f"{NAME}/unsupported"]))]
     if unsupported:

@@ -73,6 +73,9 @@ class Params(ScorerParams):
         return v
 
 
+_Params = Params  # the type of `RefusalCitationScorer.p` (in its body, `Params` is the class attribute)
+
+
 # ------------------------------------------------------------------ the reference's rules
 
 
@@ -171,6 +174,7 @@ class RefusalCitationScorer(Scorer):
     version = "2"
     section = "gold"
     Params = Params
+    p: _Params
 
     def score(self, batch: Batch) -> ScorerOutput:
         if not any(c.gold is not None for c in batch.cases):
@@ -194,7 +198,8 @@ class RefusalCitationScorer(Scorer):
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
-        """The five rates and compliance as pass/fail flags over their denominators (0 when empty, as `_rate`).
+        """The five rates and compliance as pass/fail flags over their denominators (0 when empty, as
+        `_rate`).
 
         A case was scored when it has a label; the label tells whether it was answerable.
         Over- and under-refusal are the rates where lower is better.
@@ -202,35 +207,39 @@ class RefusalCitationScorer(Scorer):
         labels = columns[f"{NAME}/label"]
         scored = [isinstance(x, str) for x in labels]
         pos = [x in ANSWERABLE_LABELS for x in labels]
-        neg = [s and not p for s, p in zip(scored, pos)]
+        neg = [s and not p for s, p in zip(scored, pos, strict=True)]
 
         def flag(key: str) -> list[bool]:
-            return [s and bool(v) for s, v in zip(scored, columns[f"{NAME}/{key}"])]
+            return [s and bool(v) for s, v in zip(scored, columns[f"{NAME}/{key}"], strict=True)]
 
         refusal, hit, has_citations = flag("refusal"), flag("hit"), flag("has_citations")
-        answered = [s and not r for s, r in zip(scored, refusal)]
+        answered = [s and not r for s, r in zip(scored, refusal, strict=True)]
 
         def rate(
             metric: str, num: list[bool], den: list[bool], *, higher_is_better: bool = True
         ) -> CaseTerms:
             return CaseTerms(
                 metric=f"{NAME}/{metric}",
-                num=[float(n and d) for n, d in zip(num, den)],
+                num=[float(n and d) for n, d in zip(num, den, strict=True)],
                 den=[float(d) for d in den],
                 binary=True,
                 higher_is_better=higher_is_better,
                 empty=0.0,
             )
 
-        answered_hit = [a and h for a, h in zip(answered, hit)]
+        answered_hit = [a and h for a, h in zip(answered, hit, strict=True)]
         return [
-            rate("precision", [p and h for p, h in zip(pos, hit)], answered),
+            rate("precision", [p and h for p, h in zip(pos, hit, strict=True)], answered),
             rate("over_refusal", refusal, pos, higher_is_better=False),
             rate("under_refusal", answered, neg, higher_is_better=False),
             rate("citation_hit_rate", answered_hit, pos),
-            rate("claim_containment", [a and c for a, c in zip(answered, flag("contain"))], pos),
-            rate("claim_containment_cjk", [a and c for a, c in zip(answered, flag("contain_cjk"))], pos),
-            rate("compliance", [c or r for c, r in zip(has_citations, refusal)], scored),
+            rate("claim_containment", [a and c for a, c in zip(answered, flag("contain"), strict=True)], pos),
+            rate(
+                "claim_containment_cjk",
+                [a and c for a, c in zip(answered, flag("contain_cjk"), strict=True)],
+                pos,
+            ),
+            rate("compliance", [c or r for c, r in zip(has_citations, refusal, strict=True)], scored),
         ]
 
     def score_case(self, gold: Gold, pred: Prediction) -> dict[str, ScoreValue]:
@@ -256,9 +265,9 @@ class RefusalCitationScorer(Scorer):
         def v(r: CaseScore, key: str) -> bool:
             return bool(r.values[f"{NAME}/{key}"])
 
-        pos = [r for r, a in zip(rows, answerable) if a]
-        neg = [r for r, a in zip(rows, answerable) if not a]
-        answered = [(r, a) for r, a in zip(rows, answerable) if v(r, "answered")]
+        pos = [r for r, a in zip(rows, answerable, strict=True) if a]
+        neg = [r for r, a in zip(rows, answerable, strict=True) if not a]
+        answered = [(r, a) for r, a in zip(rows, answerable, strict=True) if v(r, "answered")]
         return {
             # The reference counts rows with a truthy qid; ids are strings, so: non-empty.
             f"{NAME}/n_scored": float(sum(1 for r in rows if r.case_id)),
@@ -294,7 +303,8 @@ class RefusalCitationScorer(Scorer):
             f"- Questions scored: **{int(m[f'{NAME}/n_scored'])}**",
             f"- Answer precision (over answered): **{_pct(m[f'{NAME}/precision'])}**",
             f"- Over-refusal (answerable but refused): **{_pct(m[f'{NAME}/over_refusal'])}**",
-            f"- Under-refusal / Hallucination (unanswerable but answered): **{_pct(m[f'{NAME}/under_refusal'])}**",
+            "- Under-refusal / Hallucination (unanswerable but answered): "
+            f"**{_pct(m[f'{NAME}/under_refusal'])}**",
             f"- Citation hit rate (answerable): **{_pct(m[f'{NAME}/citation_hit_rate'])}**",
             f"- Claim containment (answerable): **{_pct(m[f'{NAME}/claim_containment'])}**",
             f"- Claim containment, CJK-aware (answerable): **{_pct(m[f'{NAME}/claim_containment_cjk'])}**",
@@ -304,8 +314,8 @@ class RefusalCitationScorer(Scorer):
             f"- Duplicates dropped (last trace kept): **{int(m[f'{NAME}/duplicates_dropped'])}**",
             "",
             "Claim containment: the share of answerable questions answered (not refused) with an answer that "
-            "contains, case-insensitively, one whole run of 5 or more Latin letters, digits, hyphens and spaces "
-            "of the gold claim (the seed's rule, blind to Chinese). "
+            "contains, case-insensitively, one whole run of 5 or more Latin letters, digits, hyphens and "
+            "spaces of the gold claim (the seed's rule, blind to Chinese). "
             f"Claim containment, CJK-aware, also counts a claim when any {CJK_WINDOW} consecutive Chinese "
             "characters of it occur in the answer (both normalised: NFKC, no whitespace, case-folded).",
             "",

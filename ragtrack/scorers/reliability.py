@@ -1,4 +1,5 @@
-"""How far each metric of the `rag` family can be trusted: its measured pairwise accuracy, shipped with the scorer.
+"""How far each metric of the `rag` family can be trusted: its measured pairwise accuracy, shipped with
+the scorer.
 
 `bench/bench_rag_quality.py --write-reliability` scores the project's pair benchmark
 (`bench/rag_pairs/`: for each metric, pairs of a better and a worse answer or context list)
@@ -49,7 +50,8 @@ class Accuracy(BaseModel):
 
 
 class Reliability(BaseModel):
-    """One scorer's measured reliability: per metric, per pair set (`heldout`, `all`), per language (`all`, `en`, `zh`)."""
+    """One scorer's measured reliability: per metric, per pair set (`heldout`, `all`), per language
+    (`all`, `en`, `zh`)."""
 
     model_config = ConfigDict(frozen=True)
 

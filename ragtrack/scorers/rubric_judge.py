@@ -1,4 +1,5 @@
-"""Scorer `rubric_judge`: an LLM judge scores each answer 1–10 on accuracy, completeness and clarity (SPEC §5).
+"""Scorer `rubric_judge`: an LLM judge scores each answer 1–10 on accuracy, completeness and clarity
+(SPEC §5).
 
 The judge prompt (`prompts/rubric_judge_v1.md`, or `prompt_path`) is seed 001's
 chain-of-thought template: analysis first, then one JSON object; with few-shot
@@ -64,6 +65,9 @@ class Params(LLMSettings):
     prompt_path: str | None = reaching("path", None)  # None: the shipped prompts/rubric_judge_v1.md
 
 
+_Params = Params  # the type of `RubricJudgeScorer.p` (in its body, `Params` is the class attribute)
+
+
 class Verdict(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -84,7 +88,8 @@ class Verdict(BaseModel):
 
 
 def as_data(text: str) -> str:
-    """`text` with every delimiter tag of the judge prompt defused (`<answer_under_test>` → `＜answer_under_test＞`)."""
+    """`text` with every delimiter tag of the judge prompt defused (`<answer_under_test>` →
+    `＜answer_under_test＞`)."""
     return defuse(text, _TAGS)
 
 
@@ -105,7 +110,8 @@ def _verdict(obj: Any) -> Verdict | str:
     """A verdict from a parsed object, or what is wrong with it."""
     if not isinstance(obj, dict):
         return "not a JSON object"
-    scores = {}
+    # floats here and strings in `texts`, typed Any: `Verdict(**scores, **texts)` takes each by name
+    scores: dict[str, Any] = {}
     for dim in WEIGHTS:
         v = _score(obj.get(dim))
         if v is None or not math.isfinite(v):
@@ -113,7 +119,7 @@ def _verdict(obj: Any) -> Verdict | str:
         if not 1 <= v <= 10:
             return f"{dim}: {v:g} is outside 1..10"
         scores[dim] = v
-    texts = {k: str(obj[k]) for k in _TEXTS if obj.get(k) is not None}
+    texts: dict[str, Any] = {k: str(obj[k]) for k in _TEXTS if obj.get(k) is not None}
     return Verdict(**scores, **texts)
 
 
@@ -138,7 +144,8 @@ def _regex_rescue(text: str) -> dict[str, Any]:
 
 
 def parse_verdict(text: str) -> tuple[Verdict | None, str, str | None]:
-    """`(verdict, how, problem)`: `how` is `json` (strict), `rescued` or `failed` (then `problem` says why)."""
+    """`(verdict, how, problem)`: `how` is `json` (strict), `rescued` or `failed` (then `problem` says
+    why)."""
     if not text.strip():
         return None, "failed", "empty reply"
     strict = _json_object(text.strip())
@@ -172,6 +179,7 @@ class RubricJudgeScorer(Scorer):
     headline = "weighted_score"
     version = "1"
     Params = Params
+    p: _Params
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -223,7 +231,8 @@ class RubricJudgeScorer(Scorer):
             failed = [r.case_id for r in rows if r.values[f"{NAME}/judge_parse_failed"]]
             raise JudgeParseError(
                 f"{NAME}: {len(failed)} of {n} judge replies ({rate:.0%}) could not be parsed, above "
-                f"max_parse_failure_rate {self.p.max_parse_failure_rate:g} (judge {self.p.model!r} at {client.endpoint}; "
+                f"max_parse_failure_rate {self.p.max_parse_failure_rate:g} (judge {self.p.model!r} at "
+                f"{client.endpoint}; "
                 f"cases {', '.join(failed[:10])}{' …' if len(failed) > 10 else ''})"
             )
         return ScorerOutput(
@@ -267,9 +276,12 @@ class RubricJudgeScorer(Scorer):
         lines = [
             f"## {NAME}",
             "",
-            f"Judge `{self.p.model}` at `{endpoint}`, prompt `{Path(self.prompt.path).name}` (sha256 `{self.prompt.sha256[:12]}…`).",
-            f"Weighted score {metrics[f'{NAME}/weighted_score']:.3g}, pass rate {metrics[f'{NAME}/pass_rate']:.3g}, "
-            f"{len(failed)} unparsable judge repl{'y' if len(failed) == 1 else 'ies'} (scored {self.p.failure_score:g}).",
+            f"Judge `{self.p.model}` at `{endpoint}`, prompt `{Path(self.prompt.path).name}` "
+            f"(sha256 `{self.prompt.sha256[:12]}…`).",
+            f"Weighted score {metrics[f'{NAME}/weighted_score']:.3g}, "
+            f"pass rate {metrics[f'{NAME}/pass_rate']:.3g}, "
+            f"{len(failed)} unparsable judge repl{'y' if len(failed) == 1 else 'ies'} "
+            f"(scored {self.p.failure_score:g}).",
         ]
         for r in failed[:20]:
             lines.append(f"- `{r.case_id}`: {r.values[f'{NAME}/parse_error']}")

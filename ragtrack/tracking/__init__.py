@@ -4,11 +4,13 @@
 `session`: connecting a command to a store (and reaping its dead runs), choosing a run's experiment.
 `reaper`: runs left RUNNING by processes that are gone.
 `store`: opening a store that several processes share (locked migration, WAL) and race-safe dataset inputs.
-`remote`: a store over the network: probed once per command (one line naming the URI when it cannot be used), retries that outlast a server restart.
+`remote`: a store over the network: probed once per command (one line naming the URI when it cannot be
+used), retries that outlast a server restart.
 `reader`: logged runs read back (record, artifacts, an experiment's runs) for compare, audit and rescore.
 `traces`: each case of a run as a trace with assessments (MLflow's evaluation view).
 `sweep_summary`: a sweep's jobs summarised into its parent run.
-`versions`: each configuration as an MLflow LoggedModel (Agent versions), linked to its runs' metrics and traces.
+`versions`: each configuration as an MLflow LoggedModel (Agent versions), linked to its runs' metrics and
+traces.
 `prompt_registry`: a run's prompt as a version in MLflow's Prompt Registry, found by its content.
 `eval_datasets`: an eval-set version as an MLflow evaluation dataset, its records the cases.
 `search`: searches that page to the end, filters that quote any value.

@@ -1,4 +1,5 @@
-"""Shared MLflow entities a run finds or creates: versions (LoggedModels), prompt versions, evaluation datasets.
+"""Shared MLflow entities a run finds or creates: versions (LoggedModels), prompt versions, evaluation
+datasets.
 
 Many jobs of a sweep need the same entity at once. `find_or_create` finds it, or creates
 it, under one lock per process and, on SQLite, per store (a file beside it): MLflow writes
@@ -52,8 +53,8 @@ def find_or_create(
     key: Callable[[T], str],
     delete: Callable[[T], None],
 ) -> T:
-    """The oldest entity `find` returns (it sorts oldest first), created when there is none; a job that created a
-    duplicate deletes its own."""
+    """The oldest entity `find` returns (it sorts oldest first), created when there is none; a job that
+    created a duplicate deletes its own."""
     with creating_entities(uri):
         found = find()
         if found:
@@ -67,8 +68,8 @@ def find_or_create(
 
 @contextmanager
 def optional(what: str, refusals: tuple[type[BaseException], ...] = (MlflowException,)) -> Iterator[None]:
-    """Run the block; a store that refuses it is one warning line (`<what> (the store refused: …)`), a full disk is
-    raised."""
+    """Run the block; a store that refuses it is one warning line (`<what> (the store refused: …)`), a full
+    disk is raised."""
     try:
         yield
     except refusals as e:

@@ -1,4 +1,5 @@
-"""An eval set as an MLflow evaluation dataset: one per `eval_set_version`, its records the cases with their expectations.
+"""An eval set as an MLflow evaluation dataset: one per `eval_set_version`, its records the cases with their
+expectations.
 
 MLflow 3's experiment page lists evaluation datasets under **Datasets**. A run's eval set
 is found there by its version (the dataset's name, in the characters MLflow keeps) or
@@ -75,7 +76,8 @@ def _found(client: MlflowClient, experiment_id: str, name: str) -> list[Any]:
 def ensure_eval_dataset(
     client: MlflowClient, experiment_id: str, eval_set_version: str, cases: Sequence[EvalCase]
 ) -> str | None:
-    """The id of the eval set's evaluation dataset in the experiment, created with its records when missing."""
+    """The id of the eval set's evaluation dataset in the experiment, created with its records when
+    missing."""
     name = dataset_name(eval_set_version)
 
     def create() -> Any:

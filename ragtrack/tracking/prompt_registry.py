@@ -72,8 +72,9 @@ def _same_content(client: MlflowClient, name: str, sha256: str) -> list[PromptVe
 def _register(client: MlflowClient, name: str, template: str, sha256: str, label: str) -> PromptVersion:
     """A new version; when another job created the prompt itself a moment earlier, the call is made once more.
 
-    MLflow's `register_prompt` also lists the prompt in the process's active experiment, in a thread; ragtrack sets
-    none, so that is the Default experiment ("0"): that entry is taken out again unless the prompt had it before."""
+    MLflow's `register_prompt` also lists the prompt in the process's active experiment, in a thread;
+    ragtrack sets none, so that is the Default experiment ("0"): that entry is taken out again unless the
+    prompt had it before."""
     before = _experiment_ids(client, name)
     tags = {PROMPT_SHA_TAG: sha256, "ragtrack.prompt_version": label}
     try:
@@ -94,7 +95,8 @@ def _register(client: MlflowClient, name: str, template: str, sha256: str, label
 
 
 def _experiment_ids(client: MlflowClient, name: str) -> list[str]:
-    """The experiments whose Prompts page lists the prompt (MLflow's tag `,1,4,`); none for a missing prompt."""
+    """The experiments whose Prompts page lists the prompt (MLflow's tag `,1,4,`); none for a missing
+    prompt."""
     try:
         prompt = client.get_prompt(name)
     except MlflowException:
@@ -111,7 +113,8 @@ def _set_experiment_ids(client: MlflowClient, name: str, ids: list[str]) -> None
 
 
 def _show_in(client: MlflowClient, name: str, experiment_id: str) -> None:
-    """List the prompt on the experiment's Prompts page, as MLflow's fluent API does for the active experiment."""
+    """List the prompt on the experiment's Prompts page, as MLflow's fluent API does for the active
+    experiment."""
     ids = _experiment_ids(client, name)
     if experiment_id not in ids:
         _set_experiment_ids(client, name, [*ids, experiment_id])
@@ -153,8 +156,8 @@ def link_prompt(
 
 
 def fetch_prompt(client: MlflowClient, uri: str, label: str) -> Prompt:
-    """The Prompt Registry version `uri` names (an alias resolved to its number), kept as a file in ragtrack's cache
-    so that the run reads, hashes and archives it as it does a prompt file."""
+    """The Prompt Registry version `uri` names (an alias resolved to its number), kept as a file in
+    ragtrack's cache so that the run reads, hashes and archives it as it does a prompt file."""
     m = PROMPT_URI.fullmatch(uri)
     if m is None:
         raise InputError(

@@ -72,7 +72,8 @@ def _client(uri: str) -> MlflowClient:
     if db is not None and not db.is_file():
         raise InputError(
             str(db),
-            "no tracking store here (run from the directory holding mlflow.db, or set --tracking-uri / MLFLOW_TRACKING_URI)",
+            "no tracking store here (run from the directory holding mlflow.db, "
+            "or set --tracking-uri / MLFLOW_TRACKING_URI)",
         )
     return connect(uri)
 
@@ -174,7 +175,8 @@ def read_cases(uri: str, run_id: str) -> pandas.DataFrame:
 
 
 def log_calibration(uri: str, run_id: str, metrics: dict[str, float], golden: Path, column: str) -> None:
-    """Log calibration metrics (not NaN ones) to the run, with the golden file as an artifact and its version as a tag."""
+    """Log calibration metrics (not NaN ones) to the run, with the golden file as an artifact and its version
+    as a tag."""
     client = _client(uri)
     now = int(time.time() * 1000)
     entries = [Metric(k, v, now, 0) for k, v in sorted(metrics.items()) if not math.isnan(v)]

@@ -126,7 +126,8 @@ def reap_dead_runs(client: MlflowClient) -> list[ReapedRun]:
             pid=pid,
         )
         log.warning(
-            "run %s (%s) was left RUNNING by process %d on %s, which is gone: ended it KILLED (ragtrack.reaped=true)",
+            "run %s (%s) was left RUNNING by process %d on %s, which is gone: "
+            "ended it KILLED (ragtrack.reaped=true)",
             r.run_id,
             r.run_name,
             r.pid,

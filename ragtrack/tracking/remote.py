@@ -108,7 +108,8 @@ def _unanswered(e: BaseException) -> str | None:
 
 
 def summary(e: BaseException) -> str:
-    """One line for an error of a call to the store: a connection failure as its reason, not MLflow's paragraph."""
+    """One line for an error of a call to the store: a connection failure as its reason, not MLflow's
+    paragraph."""
     reason = _unanswered(e)
     return (
         f"the tracking server does not answer ({reason})"
@@ -161,7 +162,10 @@ def _check_server(uri: str) -> None:
             f"the tracking server refused the credentials of user {user!r} (MLFLOW_TRACKING_USERNAME/"
             "MLFLOW_TRACKING_PASSWORD)"
             if user
-            else "the tracking server requires credentials: set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD"
+            else (
+                "the tracking server requires credentials: "
+                "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD"
+            )
         )
         raise InputError(_where(uri), problem)
     if r.status_code != 200:

@@ -59,7 +59,8 @@ def all_experiment_ids(client: MlflowClient) -> list[str]:
 
 
 def equals(field: str, value: str) -> tuple[str, bool]:
-    """A filter condition `field` = `value`, and whether it is exact (else it matches more: keep the equal ones)."""
+    """A filter condition `field` = `value`, and whether it is exact (else it matches more: keep the equal
+    ones)."""
     if "'" not in value:
         return f"{field} = '{value}'", True
     if '"' not in value:

@@ -80,7 +80,8 @@ def _experiment_by_name(client: MlflowClient, name: str, uri: str) -> str:
 
 
 def place_run(client: MlflowClient, uri: str, experiment: str, parent_run_id: str | None) -> Placement:
-    """A run nests in its parent's experiment; under `mlflow run`, in the project run's; else in `experiment`."""
+    """A run nests in its parent's experiment; under `mlflow run`, in the project run's; else in
+    `experiment`."""
     parent_run_id = parent_run_id or project_run_id()
     if parent_run_id:
         exp_id = client.get_run(parent_run_id).info.experiment_id

@@ -144,7 +144,8 @@ def flat_params(cfg: RunConfig, result: RunResult | None) -> dict[str, str]:
 
 
 def scorer_params(info: ComponentInfo) -> dict[str, str]:
-    """A scorer's params: `scorer/<name>/version`, `…/code_sha256` (when known), `scorer/<name>/<parameter>` and its provenance."""
+    """A scorer's params: `scorer/<name>/version`, `…/code_sha256` (when known), `scorer/<name>/<parameter>`
+    and its provenance."""
     out = {f"scorer/{info.name}/version": info.version}
     if info.code_sha256 is not None:
         out[f"scorer/{info.name}/code_sha256"] = info.code_sha256
@@ -179,8 +180,9 @@ def log_batches(
     model_id: str | None = None,
     dataset: tuple[str, str] | None = None,
 ) -> None:
-    """Params (redacted), metrics (NaN left out, sorted by name) and tags in as few `log_batch` calls as MLflow's limits
-    allow; the metrics linked to the version `model_id` and the `dataset` (name, digest) when given."""
+    """Params (redacted), metrics (NaN left out, sorted by name) and tags in as few `log_batch` calls as
+    MLflow's limits allow; the metrics linked to the version `model_id` and the `dataset` (name, digest) when
+    given."""
     todo = [Param(k, v) for k, v in _redacted_params(params or {}).items()]
     for chunk in _chunks(todo, MAX_PARAMS_PER_BATCH):
         client.log_batch(run_id, params=chunk, synchronous=True)
@@ -253,8 +255,8 @@ class MlflowSink:
         job_key: str | None = None,
         paths_shown_as: Mapping[str, str] | None = None,
     ) -> None:
-        """`paths_shown_as`: local folders the run reads from that it records as another name (a rescore's downloaded
-        archive as `runs:/<source run>`), in its params, manifest, config and report."""
+        """`paths_shown_as`: local folders the run reads from that it records as another name (a rescore's
+        downloaded archive as `runs:/<source run>`), in its params, manifest, config and report."""
         self.cfg = cfg
         self.paths_shown_as = dict(paths_shown_as or {})
         # the hash of the config as logged (= cfg.sha256 unless some paths are shown as other names)
@@ -298,7 +300,8 @@ class MlflowSink:
         )
 
     def run_name(self, stage: str) -> str:
-        """`<adapter>-<prompt>[-<built index>]` (or the configured name); a staged job: `… (staged)` with `…/dev`, `…/full` under it."""
+        """`<adapter>-<prompt>[-<built index>]` (or the configured name); a staged job: `… (staged)` with
+        `…/dev`, `…/full` under it."""
         cfg = self.cfg
         base = cfg.tracking.run_name or "-".join(
             [cfg.adapter.name, cfg.prompt.label] + ([cfg.index.name] if cfg.index.built else [])
@@ -414,7 +417,8 @@ class MlflowSink:
                 )
 
     def _link_prompt(self, run_id: str, result: RunResult) -> str | None:
-        """The run's prompt as a version in MLflow's Prompt Registry (`tracking.prompt_registry`), linked to the run."""
+        """The run's prompt as a version in MLflow's Prompt Registry (`tracking.prompt_registry`), linked to
+        the run."""
         m = result.manifest
         try:
             template = Path(m.prompt_path).read_text(encoding="utf-8")
@@ -438,8 +442,8 @@ class MlflowSink:
         limit = self.cfg.tracking.traces_max_cases
         if 0 < limit < result.manifest.n_cases:
             log.warning(
-                "per-case traces not logged: %d cases > tracking.traces_max_cases=%d (per-case results are in "
-                "cases.parquet)",
+                "per-case traces not logged: %d cases > tracking.traces_max_cases=%d "
+                "(per-case results are in cases.parquet)",
                 result.manifest.n_cases,
                 limit,
             )
@@ -450,8 +454,9 @@ class MlflowSink:
         n, limit = result.manifest.n_cases, self.cfg.tracking.traces_max_cases
         if traced:
             return (
-                f"Logged: one trace per case ({n}), each with its subscores as assessments; open the experiment's "
-                "**Evaluation runs** view in the MLflow UI to see them, or to compare runs case by case."
+                f"Logged: one trace per case ({n}), each with its subscores as assessments; open the "
+                "experiment's **Evaluation runs** view in the MLflow UI to see them, or to compare runs "
+                "case by case."
             )
         if limit == 0:
             return "Not logged: tracking.traces_max_cases=0."
@@ -479,7 +484,8 @@ class MlflowSink:
         log_inputs_idempotent(self.client, run_id, inputs)
 
     def _log_artifacts(self, run_id: str, result: RunResult, record: TrackingRecord, *, traced: bool) -> None:
-        """Stage the artifacts in a temporary folder, check there is room for them and the traces, then log them."""
+        """Stage the artifacts in a temporary folder, check there is room for them and the traces, then log
+        them."""
         traces_note = self._traces_note(result, traced)
         tmp = Path(tempfile.mkdtemp(prefix="ragtrack-"))
         try:
@@ -519,7 +525,8 @@ class MlflowSink:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _require_space(self, run_id: str, artifact_bytes: int, traces: int) -> None:
-        """`DiskFull` now, before any of it is written, unless the local folders have room for the artifacts and traces."""
+        """`DiskFull` now, before any of it is written, unless the local folders have room for the artifacts
+        and traces."""
         store_bytes = RUN_BYTES + traces * TRACE_BYTES
         self._needed = artifact_bytes + store_bytes
         needs: dict[Path, int] = {}

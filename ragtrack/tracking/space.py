@@ -47,7 +47,8 @@ def tree_bytes(root: Path) -> int:
 def require(needs: Mapping[Path, int]) -> None:
     """Raise `DiskFull` unless each filesystem has room for what is to be written to the folders on it.
 
-    Folders on one filesystem add up; a folder that does not exist yet counts on its nearest existing parent's.
+    Folders on one filesystem add up; a folder that does not exist yet counts on its nearest existing
+    parent's.
     """
     by_device: dict[int, tuple[Path, int, int]] = {}
     for folder, needed in needs.items():

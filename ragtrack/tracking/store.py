@@ -74,7 +74,8 @@ log = logging.getLogger(__name__)
 
 
 def _raised_anyway(record: logging.LogRecord) -> bool:
-    """False for MLflow's log of a database error it then raises (with its traceback): the caller reports it once."""
+    """False for MLflow's log of a database error it then raises (with its traceback): the caller reports it
+    once."""
     return not str(record.msg).startswith("SQLAlchemy database error")
 
 
@@ -179,7 +180,8 @@ def prepare_sqlite(db: Path) -> str:
 
 
 def _state(db: Path) -> str:
-    """`new` (no file, or no tables), `ready` (at MLflow's schema), `incomplete` (part of it, no data); else raise."""
+    """`new` (no file, or no tables), `ready` (at MLflow's schema), `incomplete` (part of it, no data); else
+    raise."""
     from mlflow.store.db.utils import _get_latest_schema_revision
 
     if not db.exists() or db.stat().st_size == 0:
@@ -237,7 +239,8 @@ def _all_tables(found: set[str]) -> bool:
 
 
 def _create(db: Path) -> None:
-    """Build MLflow's schema in `<db>.creating-<pid>` and rename it to `db`: the store appears whole or not at all."""
+    """Build MLflow's schema in `<db>.creating-<pid>` and rename it to `db`: the store appears whole or not at
+    all."""
     import sqlalchemy
     from mlflow.store.db.utils import _initialize_tables, _verify_schema
     from sqlalchemy.pool import NullPool
@@ -273,7 +276,8 @@ def _move_aside(db: Path) -> Path:
 
 
 def _enable_wal(db: Path) -> None:
-    """Put the database in WAL mode (it persists in the file), so readers and the writer don't block each other.
+    """Put the database in WAL mode (it persists in the file), so readers and the writer don't block each
+    other.
 
     Done through the stdlib driver before MLflow's first connection, so MLflow's engine
     needs no hook. Failing to switch (e.g. another program holds the file) costs only

@@ -1,4 +1,5 @@
-"""The sweep summary, logged into the sweep's parent run when the sweep ends (see `ragtrack.analysis.summary`).
+"""The sweep summary, logged into the sweep's parent run when the sweep ends (see
+`ragtrack.analysis.summary`).
 
 Each job's run is the one its task returned (for a reused job, the earlier run), else the
 parent's child tagged with its job number (`ragtrack.sweep_job`; a failed job's run). Its
@@ -70,14 +71,16 @@ def _scored_run(client: MlflowClient, run: Run) -> Run:
     reached = run.data.tags.get("ragtrack.reached_stage", "")
     stages = client.search_runs(
         [run.info.experiment_id],
-        filter_string=f"tags.`mlflow.parentRunId` = '{run.info.run_id}' and tags.`ragtrack.stage` = '{reached}'",
+        filter_string=(
+            f"tags.`mlflow.parentRunId` = '{run.info.run_id}' and tags.`ragtrack.stage` = '{reached}'"
+        ),
     )
     return stages[0] if stages else run
 
 
 def _scores(uri: str, client: MlflowClient, run: Run, metric: str, finished: bool) -> JobScores:
-    """The job's metrics and, when it finished, the headline metric's per-case terms with their case ids, from its
-    per-case table (none when the run has no table: not ragtrack's)."""
+    """The job's metrics and, when it finished, the headline metric's per-case terms with their case ids,
+    from its per-case table (none when the run has no table: not ragtrack's)."""
     if not finished:
         return JobScores(metrics=run.data.metrics)
     try:

@@ -69,7 +69,8 @@ def _internals() -> SimpleNamespace | None:
 
 
 def start_traces(store: object, infos: Sequence[TraceInfo]) -> bool:
-    """Write every trace of `infos` (one experiment) in one transaction; False when `store` is not one this batches."""
+    """Write every trace of `infos` (one experiment) in one transaction; False when `store` is not one this
+    batches."""
     m = _internals()
     if (
         m is None
@@ -82,6 +83,7 @@ def start_traces(store: object, infos: Sequence[TraceInfo]) -> bool:
     if len(experiment_ids) != 1:
         return False
     (experiment_id,) = experiment_ids
+    assert experiment_id is not None  # traces.py locates every trace in an experiment
     with store.ManagedSessionMaker(read_only=False) as session:
         experiment = store.get_experiment(experiment_id)
         store._check_experiment_is_active(experiment)
@@ -107,8 +109,9 @@ def start_traces(store: object, infos: Sequence[TraceInfo]) -> bool:
 
 
 def _insert(session: Any, model: Any, rows: Sequence[dict[str, Any]]) -> None:
-    """INSERT `rows` into `model`'s table with Core's executemany (rows with the same columns together); the columns a
-    row leaves out get their defaults, as the ORM's flush would give them, without its per-object unit of work."""
+    """INSERT `rows` into `model`'s table with Core's executemany (rows with the same columns together); the
+    columns a row leaves out get their defaults, as the ORM's flush would give them, without its per-object
+    unit of work."""
     from sqlalchemy import insert
 
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -136,6 +139,7 @@ def _rows(
 ) -> None:
     """Add to `rows` the trace info, tags, metadata and assessments `start_trace` would write for `info`."""
     trace_id = info.trace_id
+    assert info.experiment_id is not None  # start_traces took one experiment's traces
     metadata = dict(info.trace_metadata.items())
     rows[m.SqlTraceInfo].append(
         _given(

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from mlflow.entities import AssessmentSource, Feedback, Span, TraceInfo, TraceLocation, TraceState
+from mlflow.entities import Assessment, AssessmentSource, Feedback, Span, TraceInfo, TraceLocation, TraceState
 from mlflow.tracing.client import TracingClient
 from mlflow.tracing.constant import (
     TRACE_REQUEST_ID_PREFIX,
@@ -150,7 +150,7 @@ def _entities(
             )
         )
     root_span_id = spans[0].span_id
-    assessments = [
+    assessments: list[Assessment] = [
         Feedback(
             name=a.name,
             value=a.value,
@@ -194,11 +194,12 @@ def log_case_traces(
     model_id: str | None = None,
     batch: bool = True,
 ) -> TraceCounts:
-    """Write one trace per case, linked to `run_id` (and to the version `model_id`), synchronously; returns what was
-    written. `batch=False` writes one `start_trace` per case on a SQL store too (MLflow's public path, to compare).
+    """Write one trace per case, linked to `run_id` (and to the version `model_id`), synchronously; returns
+    what was written. `batch=False` writes one `start_trace` per case on a SQL store too (MLflow's public
+    path, to compare).
 
-    Request times step back 1 ms per case in case order: the UI lists the newest trace first, so it shows the cases
-    in eval-set order.
+    Request times step back 1 ms per case in case order: the UI lists the newest trace first, so it shows the
+    cases in eval-set order.
     """
     client = TracingClient(uri)
     now_ms = int(time.time() * 1000)

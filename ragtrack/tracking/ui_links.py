@@ -40,5 +40,6 @@ def compare_runs_link(uri: str, experiment_id: str, run_ids: Sequence[str]) -> s
 
 
 def cases_link(uri: str, experiment_id: str, run_a: str, run_b: str) -> str:
-    """Run B's Traces tab compared to run A: each case one row with both answers and both runs' assessments."""
+    """Run B's Traces tab compared to run A: each case one row with both answers and both runs'
+    assessments."""
     return f"{_base(uri)}/#/experiments/{experiment_id}/runs/{run_b}/evaluations?compareToRunUuid={run_a}"

@@ -95,7 +95,8 @@ def _found(client: MlflowClient, experiment_id: str, key: str) -> list[LoggedMod
 def ensure_version(
     client: MlflowClient, experiment_id: str, version: Version, source_run_id: str
 ) -> str | None:
-    """The `model_id` of `version` in the experiment, created when missing; None when the store has no LoggedModels."""
+    """The `model_id` of `version` in the experiment, created when missing; None when the store has no
+    LoggedModels."""
 
     def create() -> LoggedModel:
         created = client.create_logged_model(

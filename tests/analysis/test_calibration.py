@@ -1,4 +1,5 @@
-"""`ragtrack calibrate`: judge scores against human labels, printed and logged to the run; bad CSV named by line and field."""
+"""`ragtrack calibrate`: judge scores against human labels, printed and logged to the run; bad CSV named by
+line and field."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`ragtrack compare` on real runs of the demo in a SQLite store, and the statistics of `ragtrack.analysis.compare`."""
+"""`ragtrack compare` on real runs of the demo in a SQLite store, and the statistics of
+`ragtrack.analysis.compare`."""
 
 from __future__ import annotations
 

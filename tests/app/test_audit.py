@@ -1,4 +1,5 @@
-"""`ragtrack audit` on real runs: an untouched run passes every check; each kind of tampering fails its check."""
+"""`ragtrack audit` on real runs: an untouched run passes every check; each kind of tampering fails its
+check."""
 
 from __future__ import annotations
 
@@ -198,7 +199,8 @@ def test_an_audit_skips_a_built_index_whose_corpus_is_not_here(tmp_path, demo_fi
 
 
 def _poison(index_path: str) -> None:
-    """Random vectors of the right shape, with checksums rewritten to match: what only a fresh embedding catches."""
+    """Random vectors of the right shape, with checksums rewritten to match: what only a fresh embedding
+    catches."""
     folder = Path(index_path)
     shape = np.load(folder / "vectors.npy").shape
     np.save(folder / "vectors.npy", np.random.default_rng(1).standard_normal(shape).astype(np.float32))

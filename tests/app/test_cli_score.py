@@ -252,8 +252,8 @@ def test_scorer_without_its_eval_format_exits_2_naming_scorer_and_files(files: d
     )
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (
-        "ragtrack: error: scorers: eval_json_v2: needs question_v2 items (with `expected`), and no case of the eval set "
-        f"has them; eval-set files: {files['qaset']} (qaset)\n"
+        "ragtrack: error: scorers: eval_json_v2: needs question_v2 items (with `expected`), and no case of "
+        f"the eval set has them; eval-set files: {files['qaset']} (qaset)\n"
     )
 
 
@@ -680,5 +680,6 @@ def test_config_scorer_parameter_error_exits_2(
     )
     assert (code, err) == (
         2,
-        f"ragtrack: error: {config}: scorers.refusal_citation: refusal_tokn: Extra inputs are not permitted\n",
+        f"ragtrack: error: {config}: scorers.refusal_citation: refusal_tokn: Extra inputs are not "
+        "permitted\n",
     )

@@ -145,8 +145,8 @@ def test_skipped_full_stage_says_which_condition_failed(demo_files):
     proc = _ragtrack(["run", "stages=staged", "stages.dev_n=2", *args], demo_files["questions"].parent)
     assert proc.returncode == 0, proc.stderr
     assert (
-        "full stage skipped: gate dev100 failed (eval_json_v2/eval_score_avg 0 < 95; eval_json_v2/schema_pass_rate 0 < 0.98)"
-        in proc.stderr
+        "full stage skipped: gate dev100 failed (eval_json_v2/eval_score_avg 0 < 95; "
+        "eval_json_v2/schema_pass_rate 0 < 0.98)" in proc.stderr
     )
 
 

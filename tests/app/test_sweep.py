@@ -1,5 +1,5 @@
-"""The tracked sweeper under Hydra's launchers (joblib; submitit_local, submitit's Slurm code path run locally):
-parent/child linkage, failures counted in the launching process, signals stop everything."""
+"""The tracked sweeper under Hydra's launchers (joblib; submitit_local, submitit's Slurm code path run
+locally): parent/child linkage, failures counted in the launching process, signals stop everything."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ JOBLIB = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
 LAUNCHERS = {"joblib": JOBLIB, "submitit_local": ["hydra/launcher=submitit_local"]}
 
 
-def _by_stage(uri):
+def _by_stage(uri: str) -> dict[str, list]:
     out: dict[str, list] = {}
     for r in runs(uri):
         out.setdefault(r.data.tags["ragtrack.stage"], []).append(r)
@@ -31,7 +31,8 @@ def _git_status() -> str:
 
 @pytest.fixture(scope="module", params=sorted(LAUNCHERS))
 def failing_sweep(request, tmp_path_factory):
-    """Two jobs, the second failing, under each launcher: (launcher, finished process, store uri, TMPDIR, git status before)."""
+    """Two jobs, the second failing, under each launcher: (launcher, finished process, store uri, TMPDIR, git
+    status before)."""
     tmp = tmp_path_factory.mktemp(request.param)
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     before = _git_status()
@@ -123,7 +124,8 @@ def test_job_whose_process_dies_stops_the_sweep_in_one_line_and_leaves_nothing_r
 
 
 def _slow_jobs_under_way(tmp_path, launcher: str, adapters: str = "base,lora_a", **env: str):
-    """A sweep of `slow` jobs, all started: (launcher process, store uri, every process under the launcher)."""
+    """A sweep of `slow` jobs, all started: (launcher process, store uri, every process under the
+    launcher)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     markers = tmp_path / "started"
     proc = start_slow(

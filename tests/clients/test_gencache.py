@@ -67,7 +67,8 @@ import sys
 from ragtrack.clients.gencache import CacheEntry, GenCache
 cache = GenCache(sys.argv[1])
 for i in range(200):
-    cache.put(CacheEntry(key=f"{sys.argv[2]}-{i}", model="m", text=sys.argv[2] * 20000, usage={}, latency_ms=0.0))
+    text = sys.argv[2] * 20000
+    cache.put(CacheEntry(key=f"{sys.argv[2]}-{i}", model="m", text=text, usage={}, latency_ms=0.0))
 """
 
 

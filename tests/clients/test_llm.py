@@ -1,4 +1,5 @@
-"""The OpenAI-compatible client against a real HTTP server on 127.0.0.1: answers, retry rules, deadline, concurrency."""
+"""The OpenAI-compatible client against a real HTTP server on 127.0.0.1: answers, retry rules, deadline,
+concurrency."""
 
 from __future__ import annotations
 
@@ -119,7 +120,10 @@ def test_unknown_model_404_names_endpoint_and_model():
     with LLMServer(script=[status(404, {"error": "model 'm1' does not exist"})]) as srv:
         with pytest.raises(
             LLMError,
-            match=rf"^{srv.url}/chat/completions \(model 'm1'\): HTTP 404 \(unknown model or wrong base_url\?\)",
+            match=(
+                rf"^{srv.url}/chat/completions \(model 'm1'\): "
+                r"HTTP 404 \(unknown model or wrong base_url\?\)"
+            ),
         ):
             _ask(_client(srv.url))
 

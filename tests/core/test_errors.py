@@ -1,5 +1,5 @@
-"""Every exception class ragtrack defines survives pickling (multiprocessing, joblib, Hydra launchers); a full disk
-is recognised however it is wrapped."""
+"""Every exception class ragtrack defines survives pickling (multiprocessing, joblib, Hydra launchers); a full
+disk is recognised however it is wrapped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Secrets never reach disk or the console: masking rules, and a canary through real `ragtrack run` processes."""
+"""Secrets never reach disk or the console: masking rules, and a canary through real `ragtrack run`
+processes."""
 
 from __future__ import annotations
 

@@ -81,7 +81,8 @@ def test_the_hash_ignores_a_module_the_component_does_not_import(pkg: Path) -> N
     "edit",
     [
         "from pkgx.deep import BASE\n\n\ndef double(x):  # twice, plus the base\n    return 2*x+BASE\n",
-        '"""Helpers."""\nfrom pkgx.deep import BASE\n\ndef double(x):\n    """Twice x, plus the base."""\n    return 2 * x + BASE\n',
+        '"""Helpers."""\nfrom pkgx.deep import BASE\n\ndef double(x):\n    """Twice x, plus the base."""\n   '
+        " return 2 * x + BASE\n",
     ],
 )
 def test_the_hash_ignores_formatting_comments_and_docstrings(pkg: Path, edit: str) -> None:
@@ -125,3 +126,18 @@ def test_an_unknown_scorer_names_every_built_in() -> None:
 
     with pytest.raises(InputError, match="known: earag, eval_json_v2, rag, refusal_citation, rubric_judge"):
         build_scorer("nope")
+
+
+def test_code_hashes_asked_from_many_threads_at_once_agree() -> None:
+    """CPython 3.11's `ast.parse` can fail in concurrent threads (python/cpython#106905): hashes parse one at
+    a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragtrack.core.registry import bytes_code_sha256
+    from ragtrack.scorers.rag import RagScorer
+
+    def fresh(_: int) -> str:
+        return bytes_code_sha256(RagScorer) + code_sha256.__wrapped__(RagScorer)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert len(set(pool.map(fresh, range(32)))) == 1

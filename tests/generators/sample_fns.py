@@ -36,8 +36,8 @@ _slept: set[int] = set()
 
 
 def slow(case: EvalCase, prompt: str) -> str:
-    """Sleeps `$SLOW_SECONDS` (60) on its first call in a process, having touched `$SLOW_MARKER/<pid>` (if set)
-    so that a test knows the run is under way; later calls answer at once."""
+    """Sleeps `$SLOW_SECONDS` (60) on its first call in a process, having touched `$SLOW_MARKER/<pid>` (if
+    set) so that a test knows the run is under way; later calls answer at once."""
     if os.getpid() not in _slept:
         _slept.add(os.getpid())
         if marker := os.environ.get("SLOW_MARKER"):
@@ -50,7 +50,8 @@ not_callable = 3
 
 
 def gated(case: EvalCase, prompt: str) -> str:
-    """Like `echo`, once the file `$GATE_FILE` exists (waits at most 120 s); first touches `$SLOW_MARKER/<pid>`.
+    """Like `echo`, once the file `$GATE_FILE` exists (waits at most 120 s); first touches
+    `$SLOW_MARKER/<pid>`.
 
     A test holds a run at this point (created, params logged, nothing else) to act on the store meanwhile.
     """

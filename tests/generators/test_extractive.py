@@ -147,7 +147,10 @@ def test_a_run_records_the_index_manifest(demo_files, spec):
 
 def test_the_report_shows_the_index_chunks_chunker_and_embedder(demo_files, spec):
     cfg = make_config(demo_files, generator={"name": "extractive"}, index=spec.config.model_dump())
-    row = f"| index | {len(spec.chunks)} chunks of 4 files; chunker size 70, overlap 0, boundary paragraph; embedder `all-MiniLM-L6-v2`"
+    row = (
+        f"| index | {len(spec.chunks)} chunks of 4 files; chunker size 70, overlap 0, boundary paragraph; "
+        "embedder `all-MiniLM-L6-v2`"
+    )
     assert row in render_report(run(cfg))
 
 

@@ -1,4 +1,5 @@
-"""Generator `openai` against a scripted server on 127.0.0.1: prompts, predictions, cache, run metrics, failures."""
+"""Generator `openai` against a scripted server on 127.0.0.1: prompts, predictions, cache, run metrics,
+failures."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def test_an_archived_path_resolving_out_of_the_archive_is_refused_naming_its_fie
     with pytest.raises(
         InputError, match=r"manifest.json: eval_files\[0\].artifact_path: 'inputs/0/cases.json' lies outside"
     ):
-        ArchivedRun(root=root, manifest=m).eval_paths
+        _ = ArchivedRun(root=root, manifest=m).eval_paths
 
 
 def test_an_archived_path_inside_the_archive_is_read(demo_files, tmp_path):

@@ -363,7 +363,8 @@ def test_not_utf8(tmp_path: Path) -> None:
 def test_non_finite_constant_in_json_names_item_and_field(tmp_path: Path, constant: str) -> None:
     path = tmp_path / "rag.json"
     path.write_text(
-        f'[{{"id": "1", "question": "Q"}}, {{"id": "2", "question": "Q2", "metadata": {{"w": [1, {constant}]}}}}]',
+        '[{"id": "1", "question": "Q"}, {"id": "2", "question": "Q2", "metadata": {"w": [1, '
+        f"{constant}]}}}}]",
         encoding="utf-8",
     )
     assert str(load_error(path)) == f"{path}: item 1: metadata.w[1]: {constant} is not a JSON number"

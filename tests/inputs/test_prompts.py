@@ -1,4 +1,5 @@
-"""Prompt files: `prompt_sha256` of the bytes, placeholder checks, rendering (SPEC §1 reproducibility record)."""
+"""Prompt files: `prompt_sha256` of the bytes, placeholder checks, rendering (SPEC §1 reproducibility
+record)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ PREDICTIONS = DEMO / "predictions" / "base__v1.jsonl"
 
 
 def fluent_store(tmp: Path, mp: pytest.MonkeyPatch) -> tuple[MlflowClient, str]:
-    """A store and an experiment (artifacts under `tmp`) that `mlflow.start_run()` and friends use: (client, experiment id)."""
+    """A store and an experiment (artifacts under `tmp`) that `mlflow.start_run()` and friends use: (client,
+    experiment id)."""
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     client = open_client(uri)
     exp_id = client.create_experiment("plugins", artifact_location=(tmp / "artifacts").as_uri())
@@ -41,7 +42,8 @@ def module_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mlf
 
 @pytest.fixture(scope="module")
 def ragtrack_score() -> dict:
-    """`ragtrack score --json` of the demo's base/v1 answers with both scorers, as the command prints it: {"metrics", "cases"}."""
+    """`ragtrack score --json` of the demo's base/v1 answers with both scorers, as the command prints it:
+    {"metrics", "cases"}."""
     args = [
         "score",
         *(f"--eval-set={f}" for f in EVAL_SET),

@@ -1,4 +1,5 @@
-"""`mlflow.run_context_provider`: `mlflow.start_run()` runs get ragtrack's version and git state when RAGTRACK_CONTEXT=1."""
+"""`mlflow.run_context_provider`: `mlflow.start_run()` runs get ragtrack's version and git state when
+RAGTRACK_CONTEXT=1."""
 
 from __future__ import annotations
 

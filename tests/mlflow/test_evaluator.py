@@ -1,4 +1,5 @@
-"""`mlflow.model_evaluator` "ragtrack": `mlflow.models.evaluate` scores a DataFrame of answers and logs it like a ragtrack run."""
+"""`mlflow.model_evaluator` "ragtrack": `mlflow.models.evaluate` scores a DataFrame of answers and logs it
+like a ragtrack run."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def _evaluate(data: pd.DataFrame, config: dict = CONFIG):
 
 @pytest.fixture(scope="module")
 def evaluation(module_store):
-    """The demo's base/v1 answers (the predictions file as a DataFrame) evaluated by ragtrack: (client, result)."""
+    """The demo's base/v1 answers (the predictions file as a DataFrame) evaluated by ragtrack: (client,
+    result)."""
     return module_store[0], _evaluate(pd.read_json(PREDICTIONS, lines=True))
 
 

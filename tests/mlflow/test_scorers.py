@@ -1,4 +1,5 @@
-"""ragtrack's scorers as MLflow GenAI scorers: `mlflow.genai.evaluate` gives the numbers of `ragtrack score`."""
+"""ragtrack's scorers as MLflow GenAI scorers: `mlflow.genai.evaluate` gives the numbers of `ragtrack
+score`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ BAD_ROW = {
 
 @pytest.fixture(scope="module")
 def evaluation(module_store):
-    """The demo's base/v1 answers, and one row of bad input, through `mlflow.genai.evaluate` with both ragtrack scorers."""
+    """The demo's base/v1 answers, and one row of bad input, through `mlflow.genai.evaluate` with both
+    ragtrack scorers."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(
             "MLFLOW_GENAI_EVAL_MAX_WORKERS", "2"
@@ -57,8 +59,10 @@ def test_bad_row_is_an_error_on_its_trace_naming_the_field(evaluation):
         a.name: a.error.error_message for t in traces for a in t.info.assessments if getattr(a, "error", None)
     }
     assert errors == {
-        "refusal_citation": "expectations: gold.answerable: Input should be a valid boolean, unable to interpret input",
-        "eval_json_v2": "expectations: gold.answerable: Input should be a valid boolean, unable to interpret input",
+        "refusal_citation": "expectations: gold.answerable: Input should be a valid boolean, "
+        "unable to interpret input",
+        "eval_json_v2": "expectations: gold.answerable: Input should be a valid boolean, "
+        "unable to interpret input",
     }
 
 

@@ -88,7 +88,8 @@ def test_the_same_amount_in_another_unit_does_not_conflict():
 
 
 def test_an_operator_in_its_opposites_place_contradicts_where_both_occur_elsewhere() -> None:
-    # 后 (after) where the source has 内 (within); 受理后 and 工作日内 occur in both, so the sets alone cannot tell
+    # 后 (after) where the source has 内 (within); 受理后 and 工作日内 occur in both, so the sets alone
+    # cannot tell
     said = "用户须自交寄之日起30日后提出索赔，快递公司在受理后7个工作日内答复"
     source = "用户须自交寄之日起30日内提出索赔，快递公司在受理后7个工作日内答复"
     assert conflict(said, source) == "condition: after where the source says within"
@@ -114,7 +115,10 @@ def test_a_near_copy_that_changes_a_party_conflicts():
 
 
 def test_a_chinese_near_copy_that_changes_an_office_conflicts():
-    source = "办理结婚登记，双方须共同到场，各自携带身份证和户口簿，没有户口簿的可用户籍所在地派出所出具的户籍证明代替"
+    source = (
+        "办理结婚登记，双方须共同到场，各自携带身份证和户口簿，"
+        "没有户口簿的可用户籍所在地派出所出具的户籍证明代替"
+    )
     said = source.replace("户籍所在地派出所", "婚姻登记处")
     assert conflict(said, source) == "wording: 婚姻登记 where the source says 所在地, 派出所"
 

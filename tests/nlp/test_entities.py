@@ -1,4 +1,5 @@
-"""The offline entity extractor of earag (SPEC §4): what counts as an entity, and when one occurs in a text."""
+"""The offline entity extractor of earag (SPEC §4): what counts as an entity, and when one occurs in a
+text."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_jieba_caches_under_the_ragtrack_cache_dir_and_logs_nothing(tmp_path: Pa
 
 def _llm_name(name: str) -> Entity:
     """A name as the llm backend makes it from an extracted string."""
-    return Entity(text=name, key=norm(name).strip('《》"'), kind="name", parts=extract(name))
+    return Entity(text=name, key=norm(name).strip('《》"'), kind="name", parts=tuple(extract(name)))
 
 
 @pytest.mark.parametrize(

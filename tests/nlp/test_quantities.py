@@ -1,4 +1,5 @@
-"""`ragtrack.nlp.quantities`: one amount written two ways has one value key; a word that is not a unit has none."""
+"""`ragtrack.nlp.quantities`: one amount written two ways has one value key; a word that is not a unit has
+none."""
 
 from __future__ import annotations
 

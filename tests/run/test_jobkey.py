@@ -1,4 +1,5 @@
-"""Job keys and run reuse: the same job reuses its finished run; new inputs, scorer parameters or force score again."""
+"""Job keys and run reuse: the same job reuses its finished run; new inputs, scorer parameters or force score
+again."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from tests.conftest import make_config
 
 def _n_runs(cfg) -> int:
     client = MlflowClient(cfg.tracking.uri)
-    return len(client.search_runs([client.get_experiment_by_name(cfg.tracking.experiment).experiment_id]))
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    assert exp is not None
+    return len(client.search_runs([exp.experiment_id]))
 
 
 def test_same_job_prepared_twice_has_the_same_key(demo_files):

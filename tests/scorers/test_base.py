@@ -46,8 +46,8 @@ def test_scorer_that_applies_to_no_case_is_an_error_naming_it_and_the_files() ->
     with pytest.raises(InputError) as ei:
         check_applicable([build_scorer("refusal_citation"), build_scorer("eval_json_v2")], GOLD_ONLY)
     assert str(ei.value) == (
-        "scorers: eval_json_v2: needs question_v2 items (with `expected`), and no case of the eval set has them; "
-        "eval-set files: data/qaset.json (qaset)"
+        "scorers: eval_json_v2: needs question_v2 items (with `expected`), and no case of the eval set has "
+        "them; eval-set files: data/qaset.json (qaset)"
     )
 
 

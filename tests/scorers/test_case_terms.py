@@ -1,4 +1,5 @@
-"""Each scorer's metrics as per-case terms: from the per-case table alone, they give the logged numbers bit for bit."""
+"""Each scorer's metrics as per-case terms: from the per-case table alone, they give the logged numbers bit
+for bit."""
 
 from __future__ import annotations
 
@@ -57,6 +58,6 @@ def test_a_terms_numerator_counts_only_cases_in_its_denominator(scored):
     _, columns = scored
     for scorer in ("eval_json_v2", "refusal_citation"):
         for t in get_scorer_class(scorer).case_terms(columns):
-            assert all(n == 0.0 for n, d in zip(t.num, t.den) if d == 0.0), t.metric
+            assert all(n == 0.0 for n, d in zip(t.num, t.den, strict=True) if d == 0.0), t.metric
             if t.binary:
-                assert {n for n, d in zip(t.num, t.den) if d} <= {0.0, 1.0}, t.metric
+                assert {n for n, d in zip(t.num, t.den, strict=True) if d} <= {0.0, 1.0}, t.metric

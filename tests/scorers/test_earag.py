@@ -1,4 +1,5 @@
-"""Scorer `earag` (SPEC §4): the formulas by hand with a fake encoder, the levels, NaN, and seed 003's three scenarios."""
+"""Scorer `earag` (SPEC §4): the formulas by hand with a fake encoder, the levels, NaN, and seed 003's three
+scenarios."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from ragtrack.nlp.text import norm
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.earag import level_of
+from ragtrack.scorers.rag import EmbeddingScorer
 from tests.fake_encoder import FakeEncoder
 
 Q = "What does FHA require?"
@@ -31,6 +33,7 @@ def score(
     **params: Any,
 ) -> dict[str, Any]:
     scorer = build_scorer("earag", params)
+    assert isinstance(scorer, EmbeddingScorer)
     if encoder is not None:
         scorer.use_encoder(encoder)
     c = EvalCase(id="c", question=question, reference=RagReference(graph_entities=graph))
@@ -44,14 +47,15 @@ def fake() -> FakeEncoder:
 
 
 def rag_support() -> float:
-    """rag's graded support of A's one statement (SPEC §3): supported, its evidence CTX at closeness 0.5 · partial_ratio
-    (the fake encoder gives the statement an axis of its own: cosine 0)."""
+    """rag's graded support of A's one statement (SPEC §3): supported, its evidence CTX at closeness 0.5 ·
+    partial_ratio (the fake encoder gives the statement an axis of its own: cosine 0)."""
     return 0.5 + 0.5 * (0.5 * fuzz.partial_ratio(norm(A.rstrip(".")), norm(CTX.rstrip("."))) / 100)
 
 
 def test_every_dimension_by_hand() -> None:
     # answer entities 3.5%, FHA, Federal Reserve Board: the last is not in the context -> unmatched 1/3;
-    # rag faithfulness: one statement, supported (4 of its 8 content tokens in the context sentence, 3.5% agrees)
+    # rag faithfulness: one statement, supported (4 of its 8 content tokens in the context sentence, 3.5%
+    # agrees)
     v = score(
         Q,
         A,

@@ -1,4 +1,5 @@
-"""`earag` with `backend: llm` (seed 003's prompts) against a scripted judge on 127.0.0.1: formulas, fallbacks, counts, cache."""
+"""`earag` with `backend: llm` (seed 003's prompts) against a scripted judge on 127.0.0.1: formulas,
+fallbacks, counts, cache."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.earag_llm import read_score
 from ragtrack.scorers.llm_batch import LlmFailureRateError, ReplyError
+from ragtrack.scorers.rag import EmbeddingScorer
 from tests.fake_encoder import FakeEncoder
 from tests.llm_judges import ENTITIES, FAITHFULNESS, block, earag_judge
 from tests.llm_server import LLMServer, reply, status
@@ -34,7 +36,9 @@ def _scorer(url: str, tmp_path, **llm: Any):
             **llm,
         },
     }
-    return build_scorer("earag", params).use_encoder(FakeEncoder({Q: [1, 0], A: [0.6, 0.8]}))
+    scorer = build_scorer("earag", params)
+    assert isinstance(scorer, EmbeddingScorer)
+    return scorer.use_encoder(FakeEncoder({Q: [1, 0], A: [0.6, 0.8]}))
 
 
 def _batch(answer: str = A, contexts: tuple[str, ...] = CTX) -> Batch:
@@ -56,7 +60,8 @@ def _score(
 
 
 def test_every_dimension_by_hand_from_the_judges_entities_and_llm_score(tmp_path):
-    # Q {FHA} found in the answer; A {FHA, Federal Reserve Board} (《FHA》 = FHA): the second not in the contexts -> 1/2
+    # Q {FHA} found in the answer; A {FHA, Federal Reserve Board} (《FHA》 = FHA): the second not in the
+    # contexts -> 1/2
     v, _, _ = _score(earag_judge(ENTITY_LISTS, {A: 0.9}), tmp_path)
     faith, halluc = 0.9 - 0.1 * 0.5, (1 - (0.9 - 0.1 * 0.5)) + 0.5 * 0.5
     assert (v["entity_coverage"], v["sufficiency"], v["unmatched_ratio"], v["llm_score"]) == (

@@ -1,4 +1,5 @@
-"""`rag` with `backend: llm` against a scripted judge on 127.0.0.1: the metrics by hand, failures, the gate, cache, prompts."""
+"""`rag` with `backend: llm` against a scripted judge on 127.0.0.1: the metrics by hand, failures, the gate,
+cache, prompts."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.llm_batch import PROMPT_DIR, LlmFailureRateError, ReplyError
 from ragtrack.scorers.llm_judge import read_relevance, read_statements, read_support
+from ragtrack.scorers.rag import EmbeddingScorer
 from tests.fake_encoder import FakeEncoder
 from tests.llm_judges import RELEVANCE, STATEMENTS, SUPPORT, block, lenient_judge, rag_judge
 from tests.llm_server import LLMServer, reply, route, status
@@ -50,7 +52,9 @@ def _scorer(url: str, tmp_path, **llm: Any):
             **llm,
         },
     }
-    return build_scorer("rag", params).use_encoder(FakeEncoder({A: [1, 0], G: [0.6, 0.8]}))
+    scorer = build_scorer("rag", params)
+    assert isinstance(scorer, EmbeddingScorer)
+    return scorer.use_encoder(FakeEncoder({A: [1, 0], G: [0.6, 0.8]}))
 
 
 def _batch(answer: str = A) -> Batch:
@@ -150,7 +154,8 @@ def test_a_call_that_fails_for_good_is_a_counted_nan_too(tmp_path):
         4.0,
     )
     assert re.match(
-        r"faithfulness: llm call failed: http://127\.0\.0\.1:\d+/v1/chat/completions \(model 'judge-1'\): HTTP 500",
+        r"faithfulness: llm call failed: http://127\.0\.0\.1:\d+/v1/chat/completions \(model 'judge-1'\): "
+        r"HTTP 500",
         row["rag/not_computed"],
     )
 

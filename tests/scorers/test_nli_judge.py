@@ -1,4 +1,5 @@
-"""The `nli` backend with tiny cross-encoders the tests build: verdicts from the model's probabilities, each pair once."""
+"""The `nli` backend with tiny cross-encoders the tests build: verdicts from the model's probabilities, each
+pair once."""
 
 from __future__ import annotations
 

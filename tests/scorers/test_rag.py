@@ -18,7 +18,7 @@ from ragtrack.inputs.predictions import match_prediction_file
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.text import norm
 from ragtrack.scorers import Batch, build_scorer
-from ragtrack.scorers.rag import average_precision
+from ragtrack.scorers.rag import EmbeddingScorer, average_precision
 from tests.fake_encoder import FakeEncoder
 
 Case = tuple[EvalCase, Prediction]
@@ -40,10 +40,17 @@ def case(
     )
 
 
+def embedding_scorer(name: str, params: dict[str, Any] | None = None) -> EmbeddingScorer:
+    """`build_scorer(name, params)` of a scorer that takes an encoder (`rag`, `earag`)."""
+    scorer = build_scorer(name, params)
+    assert isinstance(scorer, EmbeddingScorer)
+    return scorer
+
+
 def score(
     *cases: Case, encoder: FakeEncoder | None = None, **params: Any
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
-    scorer = build_scorer("rag", params).use_encoder(encoder or FakeEncoder())
+    scorer = embedding_scorer("rag", params).use_encoder(encoder or FakeEncoder())
     out = scorer.score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
     return {cs.case_id: cs.values for cs in out.cases}, out.metrics
 
@@ -177,7 +184,8 @@ def test_context_precision_matches_chunks_by_rapidfuzz_ratio_and_averages_precis
 
 
 def test_context_precision_with_partial_ratio_matches_a_chunk_cut_from_a_longer_passage() -> None:
-    # small chunks of one ground-truth passage: ratio rejects both (lengths differ), partial_ratio finds each inside it
+    # small chunks of one ground-truth passage: ratio rejects both (lengths differ), partial_ratio finds each
+    # inside it
     passage = "Section 2. Compute instances in two zones get 99.95% uptime. A single zone gets 99.9% uptime."
     retrieved = (
         "Weather report for Tuesday.",
@@ -214,8 +222,9 @@ def _f1(precision: float, recall: float) -> float:
 
 
 def test_answer_correctness_is_the_f1_of_agreement_in_both_directions() -> None:
-    # precision: the answer's one statement is in the ground truth (1); recall: the ground truth's first statement
-    # is in the answer (1), its second matches nothing there and counts by its graded score, half its closeness
+    # precision: the answer's one statement is in the ground truth (1); recall: the ground truth's first
+    # statement is in the answer (1), its second matches nothing there and counts by its graded score, half
+    # its closeness
     rows, _ = score(case("a", answer="The fee is 20 dollars.", contexts=("x",), gt=FEE))
     recall = (1.0 + 0.5 * closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
     assert rows["a"]["rag/answer_correctness"] == pytest.approx(_f1(1.0, recall))
@@ -283,7 +292,8 @@ def test_metrics_without_their_inputs_are_nan_with_a_reason_and_left_out_of_the_
         for m in ("context_recall", "context_precision", "answer_correctness")
     )
     assert rows["nogt"]["rag/not_computed"] == (
-        "context_recall: no ground_truth_answer; context_precision: no ground_truth_contexts; answer_correctness: no ground_truth_answer"
+        "context_recall: no ground_truth_answer; context_precision: no ground_truth_contexts; "
+        "answer_correctness: no ground_truth_answer"
     )
     assert (metrics["rag/context_recall"], metrics["rag/context_recall_n"]) == (1.0, 1.0)
     assert (metrics["rag/faithfulness_n"], metrics["rag/context_precision_n"]) == (2.0, 0.0)
@@ -380,7 +390,7 @@ def test_case_terms_give_the_metrics_exactly(name: str) -> None:
         case("empty", contexts=(FEE,)),
     ]
     out = (
-        build_scorer(name)
+        embedding_scorer(name)
         .use_encoder(FakeEncoder())
         .score(Batch(cases=[c for c, _ in cases], predictions=[p for _, p in cases]))
     )
@@ -404,7 +414,7 @@ def test_a_model_path_that_does_not_exist_fails_when_the_scorer_is_built(name: s
 
 
 def test_the_report_shows_each_metric_s_measured_reliability() -> None:
-    scorer = build_scorer("rag", {}).use_encoder(FakeEncoder())
+    scorer = embedding_scorer("rag", {}).use_encoder(FakeEncoder())
     c, p = case("a", answer="The fee is 20 dollars.", contexts=(FEE,))
     report = scorer.score(Batch(cases=[c], predictions=[p])).report_md
     (line,) = [x for x in report.splitlines() if x.startswith("| faithfulness |")]
@@ -412,7 +422,7 @@ def test_the_report_shows_each_metric_s_measured_reliability() -> None:
 
 
 def test_another_backend_s_report_says_its_reliability_was_not_measured() -> None:
-    scorer = build_scorer(
+    scorer = embedding_scorer(
         "rag", {"backend": "llm", "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
     )
     assert (
@@ -425,7 +435,7 @@ def test_the_reliability_file_s_hash_is_logged_with_the_scorer() -> None:
     from ragtrack.core.hashing import sha256_file
     from ragtrack.scorers.reliability import DIR
 
-    scorer = build_scorer("rag", {}).use_encoder(FakeEncoder())
+    scorer = embedding_scorer("rag", {}).use_encoder(FakeEncoder())
     c, p = case("a", answer="x", contexts=(FEE,))
     info = scorer.score(Batch(cases=[c], predictions=[p])).info
     assert info.provenance["reliability_sha256"] == sha256_file(DIR / "rag.json")
@@ -435,6 +445,6 @@ def test_context_relevance_reads_each_chunk_against_the_question_s_focus() -> No
     question = "How long does the Northgate Bank Bonus Saver pay its bonus?"
     chunks = ("The Northgate Bank Bonus Saver was launched in 2021.", "The bonus is paid for twelve months.")
     rows, _ = score(case("a", question=question, answer="Twelve months.", contexts=chunks))
-    judge = build_scorer("rag", {}).use_encoder(FakeEncoder()).judge()
+    judge = embedding_scorer("rag", {}).use_encoder(FakeEncoder()).judge()
     expected = sum(judge.relevance(focus(question), c) for c in chunks) / 2
     assert rows["a"]["rag/context_relevance"] == pytest.approx(expected)

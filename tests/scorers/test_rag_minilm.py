@@ -1,4 +1,5 @@
-"""`rag` and `earag` with the real all-MiniLM-L6-v2: ranking in both languages, provenance, determinism, CLI and MLflow."""
+"""`rag` and `earag` with the real all-MiniLM-L6-v2: ranking in both languages, provenance, determinism, CLI
+and MLflow."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from mlflow.tracking import MlflowClient
 from ragtrack.app.cli import main
 from ragtrack.app.hydra_app import execute
 from ragtrack.clients import embeddings
-from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference, ScoreValue
 from ragtrack.scorers import Batch, build_scorer
 from tests.conftest import make_config, write_jsonl
 
 SUPPORT = {
     "en": (
         "What is the minimum down payment for an FHA loan?",
-        "Borrowers with a credit score of at least 580 can make a down payment as low as 3.5% of the purchase price.",
+        "Borrowers with a credit score of at least 580 can make a down payment as low as 3.5% of the "
+        "purchase price.",
         {
             "supported": "A credit score of 580 or more allows a down payment of just 3.5%.",
             "changed": "A credit score of 580 or more allows a down payment of just 5%.",
@@ -45,7 +47,13 @@ def _faithfulness(lang: str) -> dict[str, float]:
         Prediction(case_id=k, answer=a, contexts=[ContextChunk(text=context)]) for k, a in answers.items()
     ]
     out = build_scorer("rag").score(Batch(cases=cases, predictions=preds))
-    return {cs.case_id: cs.values["rag/faithfulness"] for cs in out.cases}
+    return {cs.case_id: _number(cs.values["rag/faithfulness"]) for cs in out.cases}
+
+
+def _number(value: ScoreValue) -> float:
+    """A metric's value, which is a number."""
+    assert isinstance(value, (int, float))
+    return value
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -120,7 +128,7 @@ def test_score_json_names_rag_and_earag_metrics_counts_and_nulls(
 
 
 def test_same_inputs_score_bit_identically_in_a_fresh_scorer(tmp_path: Path) -> None:
-    def once() -> list[dict[str, object]]:
+    def once() -> list[dict[str, ScoreValue]]:
         q, ctx, answers = SUPPORT["zh"]
         cases = [
             EvalCase(id=k, question=q, reference=RagReference(ground_truth_answer=answers["supported"]))
@@ -148,7 +156,9 @@ def test_a_run_logs_the_embedding_models_identity_and_the_rag_metrics(
     )
     execute(cfg, base_dir=tmp_path)
     client = MlflowClient(cfg.tracking.uri)
-    (run,) = client.search_runs([client.get_experiment_by_name(cfg.tracking.experiment).experiment_id])
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    assert exp is not None
+    (run,) = client.search_runs([exp.experiment_id])
     sha = embeddings.shared().identity.sha256
     assert (
         run.data.params["scorer/rag/embedding_model_sha256"]

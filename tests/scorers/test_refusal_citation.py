@@ -835,7 +835,8 @@ def random_runs(
     inputs = [random_input(s) for s in SEEDS]
     filled = [with_empty_traces(g, t) for g, t in inputs]
     pairs = [
-        [str(p) for p in write_inputs(root / f"s{s}", g, f)] for s, (g, _), f in zip(SEEDS, inputs, filled)
+        [str(p) for p in write_inputs(root / f"s{s}", g, f)]
+        for s, (g, _), f in zip(SEEDS, inputs, filled, strict=True)
     ]
     (root / "manifest.json").write_text(json.dumps(pairs), encoding="utf8")
     (root / "driver.py").write_text(DRIVER, encoding="utf8")
@@ -847,7 +848,10 @@ def random_runs(
     )
     mds = json.loads(proc.stdout)
     scorer = RefusalCitationScorer()
-    return [(g, f, md, scorer.score(batch_like_runner(g, t))) for (g, t), f, md in zip(inputs, filled, mds)]
+    return [
+        (g, f, md, scorer.score(batch_like_runner(g, t)))
+        for (g, t), f, md in zip(inputs, filled, mds, strict=True)
+    ]
 
 
 def test_random_inputs_cover_every_label(random_runs: list[Any]) -> None:
@@ -896,7 +900,8 @@ def test_random_report_repeats_reference_lines(random_runs: list[Any]) -> None:
 
 
 def test_random_rows_match_reference_functions(random_runs: list[Any]) -> None:
-    """refusal/hit/contain/citations of every matched trace equal the reference functions' on the raw trace."""
+    """refusal/hit/contain/citations of every matched trace equal the reference functions' on the raw
+    trace."""
     mismatches = []
     for gold_items, traces, _, out in random_runs:
         gold = {g["q"]: g for g in gold_items}

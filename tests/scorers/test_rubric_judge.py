@@ -1,4 +1,5 @@
-"""Scorer `rubric_judge` (SPEC §5) against a scripted judge on 127.0.0.1: parsing, scores, gate, prompt safety."""
+"""Scorer `rubric_judge` (SPEC §5) against a scripted judge on 127.0.0.1: parsing, scores, gate, prompt
+safety."""
 
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def _judge(url: str, tmp_path, **extra):
 
 def _batch(*answers: str, contexts: list[ContextChunk] | None = None) -> Batch:
     cases = [EvalCase(id=f"c{i}", question=f"question {i}?") for i in range(len(answers))]
-    preds = [Prediction(case_id=c.id, answer=a, contexts=contexts or []) for c, a in zip(cases, answers)]
+    preds = [
+        Prediction(case_id=c.id, answer=a, contexts=contexts or [])
+        for c, a in zip(cases, answers, strict=True)
+    ]
     return Batch(cases=cases, predictions=preds)
 
 

@@ -18,7 +18,8 @@ from tests.server.stack import Stack, Target
 
 @pytest.fixture(autouse=True)
 def _environment_restored() -> Iterator[None]:
-    """In-process commands set MLflow's retry settings in os.environ (see `tracking.remote`): undone after each test."""
+    """In-process commands set MLflow's retry settings in os.environ (see `tracking.remote`): undone after
+    each test."""
     with mock.patch.dict(os.environ):
         yield
 

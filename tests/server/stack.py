@@ -78,7 +78,8 @@ class Target:
             return files
 
     def bucket_files(self, run: Run) -> set[str]:
-        """The run's artifact files as objects in the bucket (paths below `<prefix>/<exp>/<run>/artifacts/`)."""
+        """The run's artifact files as objects in the bucket (paths below
+        `<prefix>/<exp>/<run>/artifacts/`)."""
         prefix = f"{self.prefix}/{run.info.experiment_id}/{run.info.run_id}/artifacts/"
         return {k[len(prefix) :] for k in self.s3.keys(self.bucket, prefix)}
 

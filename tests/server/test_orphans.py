@@ -1,4 +1,5 @@
-"""A SIGKILLed owner leaves no server behind: real PostgreSQL, moto and `mlflow server` started by a process we kill."""
+"""A SIGKILLed owner leaves no server behind: real PostgreSQL, moto and `mlflow server` started by a process
+we kill."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from ragtrack.app.devserver import MotoS3, Postgres, TrackingServer
 root = Path(sys.argv[1])
 pg = Postgres(); pg.start()
 s3 = MotoS3(root); s3.start(); s3.create_bucket("guarded")
-server = TrackingServer(root, pg.create_database("m"), "s3://guarded/a", s3.endpoint, workers=1); server.start()
+server = TrackingServer(root, pg.create_database("m"), "s3://guarded/a", s3.endpoint, workers=1)
+server.start()
 postmaster = int((pg.dir / "data" / "postmaster.pid").read_text().split()[0])
 print(json.dumps({"pids": [postmaster, s3.proc.pid, server.proc.pid], "pg_dir": str(pg.dir)}), flush=True)
 time.sleep(600)
@@ -41,6 +43,7 @@ def killed_owner(tmp_path_factory) -> dict:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    assert owner.stdout is not None and owner.stderr is not None
     line = owner.stdout.readline()
     if not line:
         pytest.skip(f"the stack did not start: {owner.stderr.read()[-500:]}")

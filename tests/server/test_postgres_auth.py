@@ -1,4 +1,5 @@
-"""The stack's PostgreSQL takes a password on every connection (no `trust`), and the password shows nowhere."""
+"""The stack's PostgreSQL takes a password on every connection (no `trust`), and the password shows
+nowhere."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from typing import Any, cast
 from unittest import mock
 
 import pytest
@@ -28,7 +29,10 @@ EXPERIMENT = "server-auth"
 @pytest.fixture(scope="module")
 def sweep(auth: Target):
     """`ragtrack run -m adapter=base,lora_a` as the admin: (process, runs)."""
-    proc = run(["run", "-m", "adapter=base,lora_a", f"tracking.experiment={EXPERIMENT}"], **auth.env())
+    proc = run(
+        ["run", "-m", "adapter=base,lora_a", f"tracking.experiment={EXPERIMENT}"],
+        **cast("dict[str, Any]", auth.env()),
+    )
     assert proc.returncode == 0, proc.stderr
     return proc, auth.runs(EXPERIMENT)
 
@@ -91,7 +95,7 @@ def test_another_users_dead_run_is_said_and_skipped_not_fatal(auth, caplog):
     bob = ("bob", f"bob-{secrets.token_hex(8)}")
     created = requests.post(
         f"{auth.url}/api/2.0/mlflow/users/create",
-        json=dict(zip(("username", "password"), bob)),
+        json=dict(zip(("username", "password"), bob, strict=True)),
         auth=auth.server.auth,
         timeout=30,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from typing import Any, cast
 
 import pytest
 
@@ -38,7 +39,10 @@ ARCHIVE = {
 @pytest.fixture(scope="module")
 def single(plain: Target):
     """One `ragtrack run adapter=lora_b prompt=v2` logged to the server: (process, run)."""
-    proc = run(["run", "adapter=lora_b", "prompt=v2", "tracking.experiment=server-single"], **plain.env())
+    proc = run(
+        ["run", "adapter=lora_b", "prompt=v2", "tracking.experiment=server-single"],
+        **cast("dict[str, Any]", plain.env()),
+    )
     assert proc.returncode == 0, proc.stderr
     (r,) = plain.runs("server-single")
     return proc, r
@@ -100,8 +104,8 @@ def test_run_artifacts_are_objects_in_the_bucket(single, plain):
 
 
 def _assessable_cells(frame) -> int:
-    """The cells of a run's cases.parquet that `case_traces` turns into assessments: every cell of a column some case
-    has a value in (one without a value says why), but an empty text."""
+    """The cells of a run's cases.parquet that `case_traces` turns into assessments: every cell of a column
+    some case has a value in (one without a value says why), but an empty text."""
     cols = [c for c in frame.columns if "/" in c and c.rpartition("/")[2] not in RATIONALE_COLUMNS]
     valued = [c for c in cols if any(v is not None and v == v and v != "" for v in frame[c])]
     return sum(1 for c in valued for v in frame[c] if v != "")
@@ -131,7 +135,8 @@ def test_audit_of_a_server_run_passes_every_check(single, plain, capsys):
 
 @pytest.fixture(scope="module")
 def rescored(single, plain):
-    """`ragtrack rescore` of the single run, on the server (a process: module fixtures have no capsys): the new run."""
+    """`ragtrack rescore` of the single run, on the server (a process: module fixtures have no capsys): the
+    new run."""
     proc = run(["rescore", single[1].info.run_id], **plain.env())
     assert proc.returncode == 0, proc.stderr
     (new,) = [r for r in plain.runs("server-single") if r.data.tags.get(RESCORED_FROM_TAG)]

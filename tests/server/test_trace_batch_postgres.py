@@ -1,5 +1,5 @@
-"""A run's traces in one transaction on a PostgreSQL tracking store (`tracking.uri=postgresql://…`): the rows MLflow's
-own `start_trace` writes, read back alike."""
+"""A run's traces in one transaction on a PostgreSQL tracking store (`tracking.uri=postgresql://…`): the rows
+MLflow's own `start_trace` writes, read back alike."""
 
 from __future__ import annotations
 

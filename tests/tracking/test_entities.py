@@ -1,4 +1,5 @@
-"""Finding or creating a shared MLflow entity: one per content whatever the timing, and a refusal is a warning."""
+"""Finding or creating a shared MLflow entity: one per content whatever the timing, and a refusal is a
+warning."""
 
 from __future__ import annotations
 

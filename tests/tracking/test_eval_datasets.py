@@ -1,4 +1,5 @@
-"""An eval set as an MLflow evaluation dataset: one per eval-set version, its records the cases. Real SQLite."""
+"""An eval set as an MLflow evaluation dataset: one per eval-set version, its records the cases. Real
+SQLite."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def test_another_version_is_another_dataset(store):
     )
 
 
-def test_jobs_creating_one_dataset_at_once_end_on_one(store):
+def test_jobs_creating_one_dataset_at_once_end_on_one(store) -> None:
     client, exp, db = store
     got: list[str | None] = []
     threads = [

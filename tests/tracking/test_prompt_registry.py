@@ -1,4 +1,5 @@
-"""A run's prompt in MLflow's Prompt Registry: one version per distinct content, the run linked to it. Real SQLite."""
+"""A run's prompt in MLflow's Prompt Registry: one version per distinct content, the run linked to it. Real
+SQLite."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_the_run_is_linked_to_its_prompt_version(store):
     assert linked == [{"name": "prompted-prompt", "version": "1"}]
 
 
-def test_jobs_registering_one_prompt_at_once_end_on_one_version(store):
+def test_jobs_registering_one_prompt_at_once_end_on_one_version(store) -> None:
     client, exp = store
     got: list[str | None] = []
     threads = [

@@ -1,4 +1,5 @@
-"""A config naming a Prompt Registry version (`prompt.uri`): fetched, hashed, archived and proven by audit. Real SQLite."""
+"""A config naming a Prompt Registry version (`prompt.uri`): fetched, hashed, archived and proven by audit.
+Real SQLite."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def _run(files, uri: str) -> tuple[MlflowClient, str]:
     cfg = make_config(files, prompt={"uri": uri})
     execute(cfg)
     client = MlflowClient(cfg.tracking.uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("tests").experiment_id])
+    exp = client.get_experiment_by_name("tests")
+    assert exp is not None
+    (run,) = client.search_runs([exp.experiment_id])
     return client, run.info.run_id
 
 

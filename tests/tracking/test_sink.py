@@ -307,9 +307,9 @@ def test_a_run_the_store_lost_is_one_line_saying_it_stays_running(monkeypatch):
     with pytest.raises(RunNotEnded) as e:
         end_run(client, "r1", ValueError("model server said no"))
     assert str(e.value) == (
-        "run r1 could not be ended: the tracking server does not answer (Connection refused) (it had failed with "
-        "ValueError: model server said no); it stays RUNNING until the next ragtrack command on this store, "
-        "from this host, ends it KILLED"
+        "run r1 could not be ended: the tracking server does not answer (Connection refused) (it had failed "
+        "with ValueError: model server said no); it stays RUNNING until the next ragtrack command on this "
+        "store, from this host, ends it KILLED"
     )
 
 

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from filelock import FileLock, Timeout
@@ -32,10 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 BIN = Path(sys.executable).parent
 EXPERIMENT = "ragtrack-demo"
 COMBOS = list(product(("base", "lora_a", "lora_b"), ("v1", "v2")))
-SEEDS = (
-    "0",
-    "1",
-)  # stages.dev_seed: unused by the single stage, it only doubles the sweep's jobs (12, more than its 8 workers)
+# stages.dev_seed: unused by the single stage, it only doubles the sweep's jobs (12, more than its 8 workers)
+SEEDS = ("0", "1")
 ARTIFACTS = {
     "cases.parquet",
     "cases_table.json",
@@ -126,7 +125,8 @@ def sweep(tmp_path_factory) -> Store:
 
 @pytest.fixture(scope="module")
 def expected_metrics() -> dict[tuple[str, str], int]:
-    """Metrics each demo combination logs: its non-NaN aggregates and its timings, scored in-process without MLflow."""
+    """Metrics each demo combination logs: its non-NaN aggregates and its timings, scored in-process without
+    MLflow."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -141,7 +141,9 @@ def expected_metrics() -> dict[tuple[str, str], int]:
         for a, p in COMBOS:
             with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
                 cfg = compose("config", overrides=[f"adapter={a}", f"prompt={p}", "tracking.enabled=false"])
-            (result,) = run_job(RunConfig.from_container(OmegaConf.to_container(cfg, resolve=True)))
+            (result,) = run_job(
+                RunConfig.from_container(cast("dict[str, Any]", OmegaConf.to_container(cfg, resolve=True)))
+            )
             out[a, p] = sum(not math.isnan(v) for v in result.metrics.values()) + len(result.timings)
     finally:
         os.chdir(cwd)
@@ -151,6 +153,7 @@ def expected_metrics() -> dict[tuple[str, str], int]:
 def _runs(store: Store, stage: str = "full"):
     client = MlflowClient(store.uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
+    assert exp is not None
     return [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("ragtrack.stage") == stage]
 
 
@@ -349,7 +352,9 @@ def _new_runs(client: MlflowClient, n: int) -> list[str]:
 def _n_datasets(client: MlflowClient, run_id: str) -> int:
     """Dataset rows of the run's experiment."""
     exp = client.get_run(run_id).info.experiment_id
-    with sqlite3.connect(sqlite_path(client.tracking_uri)) as con:
+    path = sqlite_path(client.tracking_uri)
+    assert path is not None
+    with sqlite3.connect(path) as con:
         return con.execute("SELECT COUNT(*) FROM datasets WHERE experiment_id = ?", (exp,)).fetchone()[0]
 
 
@@ -405,9 +410,11 @@ def test_an_error_other_than_a_conflict_is_raised(client):
 @pytest.mark.parametrize(
     "message",
     [
-        "(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, datasets.name, datasets.digest",
+        "(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, datasets.name, "
+        "datasets.digest",
         '(psycopg.errors.UniqueViolation) duplicate key value violates unique constraint "dataset_pk"',
-        "(pymysql.err.IntegrityError) (1062, \"Duplicate entry '1-questions-abc' for key 'datasets.PRIMARY'\")",
+        "(pymysql.err.IntegrityError) (1062, \"Duplicate entry '1-questions-abc' for key "
+        "'datasets.PRIMARY'\")",
     ],
 )
 def test_unique_violations_of_each_backend_are_conflicts(message):

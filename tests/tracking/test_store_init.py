@@ -1,4 +1,5 @@
-"""Creating a store whole or not at all, repairing a half-created one, and `ragtrack store init`: real SQLite files."""
+"""Creating a store whole or not at all, repairing a half-created one, and `ragtrack store init`: real SQLite
+files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A run's traces in one transaction: the rows MLflow's own `start_trace` writes, read back alike. Real SQLite."""
+"""A run's traces in one transaction: the rows MLflow's own `start_trace` writes, read back alike. Real
+SQLite."""
 
 from __future__ import annotations
 

@@ -71,7 +71,9 @@ def traced(tmp_path_factory, _migrated_store):
 def _run(cfg: RunConfig) -> tuple[str, str]:
     """(experiment id, run id) of the one run in the config's experiment."""
     client = MlflowClient(cfg.tracking.uri)
-    exp = client.get_experiment_by_name(cfg.tracking.experiment).experiment_id
+    experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+    assert experiment is not None
+    exp = experiment.experiment_id
     (run,) = client.search_runs([exp])
     return exp, run.info.run_id
 

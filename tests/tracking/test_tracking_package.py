@@ -7,8 +7,12 @@ import sys
 
 from tests.processes import env
 
-PROBE = "import ragtrack.tracking; from mlflow.telemetry.client import get_telemetry_client; print(get_telemetry_client())"
-# MLflow turns telemetry off by itself under pytest and in CI (mlflow.telemetry.utils): a user's shell has none of these.
+PROBE = (
+    "import ragtrack.tracking; from mlflow.telemetry.client import get_telemetry_client; "
+    "print(get_telemetry_client())"
+)
+# MLflow turns telemetry off by itself under pytest and in CI (mlflow.telemetry.utils): a user's shell has
+# none of these.
 CI_MARKERS = (
     "PYTEST_CURRENT_TEST",
     "CI",
@@ -21,7 +25,8 @@ CI_MARKERS = (
 
 
 def _telemetry_client(**extra: str) -> str:
-    """What MLflow's telemetry client is in a fresh process, started as from a user's shell, that imports ragtrack.tracking."""
+    """What MLflow's telemetry client is in a fresh process, started as from a user's shell, that imports
+    ragtrack.tracking."""
     shell = {k: v for k, v in env(**extra).items() if k not in CI_MARKERS}
     out = subprocess.run(
         [sys.executable, "-c", PROBE], env=shell, capture_output=True, text=True, timeout=120

@@ -1,4 +1,5 @@
-"""Each configuration as an MLflow LoggedModel: named, found again by its stamps, linked to the run's metrics and traces."""
+"""Each configuration as an MLflow LoggedModel: named, found again by its stamps, linked to the run's metrics
+and traces."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_another_configuration_is_another_version(store):
     )
 
 
-def test_jobs_creating_one_version_at_once_end_on_one(store):
+def test_jobs_creating_one_version_at_once_end_on_one(store) -> None:
     client, exp = store
     run = client.create_run(exp).info.run_id
     got: list[str | None] = []
