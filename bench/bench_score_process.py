@@ -71,11 +71,14 @@ sys.argv = sys.argv[3:]
 sys.exit(getattr(importlib.import_module(entry_module), entry_name)())
 """
 
-RAGTRACK_PHASES = [
+RAGTRACK_PHASES = [  # runner's names first: it binds the originals when imported, before theirs are wrapped
     ("ragtrack.runner", "load_eval_set", "eval set"),
     ("ragtrack.runner", "match_prediction_file", "predictions"),
     ("ragtrack.runner", "score", "scoring"),
     ("ragtrack.runner", "case_rows", "rows"),
+    # `ragtrack score` without --json (what is measured) builds no rows and calls these from their modules
+    ("ragtrack.eval_sets", "load_eval_set", "eval set"),
+    ("ragtrack.predictions", "match_prediction_file", "predictions"),
 ]
 ORACLE_PHASES = [
     ("oracle_eval_json_v2", "load_question_v2", "eval set"),

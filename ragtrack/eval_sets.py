@@ -140,6 +140,7 @@ def _read_items(path: Path) -> tuple[bytes, list[Any], list[str]]:
     return data, obj, [f"item {i}" for i in range(len(obj))]
 
 
+_PREDICTION_KEY_SET = frozenset(PREDICTION_KEYS)
 _UNION_BRANCHES = {"str", "int", "bool", "float", "list", "dict", "none"}
 
 
@@ -221,7 +222,9 @@ def id_problem(case_id: str) -> str | None:
 def _reject_predictions(raw: list[Any], file: str, where: Callable[[int], str]) -> None:
     """A predictions file given as an eval set is an error naming its first prediction key."""
     for i, item in enumerate(raw):
-        key = next((k for k in PREDICTION_KEYS if k in item), None) if isinstance(item, dict) else None
+        if not isinstance(item, dict) or _PREDICTION_KEY_SET.isdisjoint(item):
+            continue
+        key = next((k for k in PREDICTION_KEYS if k in item), None)
         if key is not None:
             raise InputError(
                 file, "this looks like a predictions file (it carries a model's output), not an eval set",

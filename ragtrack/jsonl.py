@@ -114,5 +114,5 @@ def iter_jsonl(lines: Iterable[bytes], file: str) -> Iterator[tuple[int, bytes, 
             byte = offset + len(raw) - len(line) + e.start
             raise InputError(file, f"not UTF-8 text (byte {byte})", where=f"line {lineno}") from None
         offset += len(raw)
-        if text.strip():
+        if text and not text.isspace():  # `text.strip()`, without copying the line
             yield lineno, raw, decoder.loads(text, file, f"line {lineno}")

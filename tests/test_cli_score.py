@@ -373,3 +373,21 @@ def test_config_scorer_parameter_error_exits_2(files: dict[str, Path], tmp_path:
     code, _, err = score_main(capsys, "--eval-set", str(files["qaset"]), "--predictions", str(files["qaset_preds"]),
                               "--config", str(config))
     assert (code, err) == (2, f"ragtrack: error: {config}: scorers.refusal_citation: refusal_tokn: Extra inputs are not permitted\n")
+
+
+def test_score_restores_the_garbage_collector(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ragtrack score` pauses the collector while it works, and leaves it as it found it, error or not."""
+    import gc
+
+    eval_set = ["--eval-set", str(files["eval"]), "--scorer", "eval_json_v2"]
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            code, _, _ = score_main(capsys, *eval_set, "--predictions", str(files["perfect"]))
+            assert (code, gc.isenabled()) == (0, enabled)
+            code, _, _ = score_main(capsys, *eval_set, "--predictions", str(files["dir"] / "none.jsonl"))
+            assert (code, gc.isenabled()) == (2, enabled)
+        finally:
+            gc.enable()
