@@ -8,8 +8,10 @@ the predictions JSONL only; reused when `--dir` already holds them), checks once
 same metrics, then runs, in alternated rounds (a, b, b, a, a, b, ...), each as its own process, stdout to
 /dev/null:
 
-    (a) .venv/bin/ragtrack score --eval-set questions.json --predictions predictions.jsonl --scorer eval_json_v2
-    (b) .venv/bin/python bench/oracle_eval_json_v2.py --eval-set questions.json --predictions predictions.jsonl
+    (a) .venv/bin/ragtrack score --eval-set questions.json --predictions predictions.jsonl \
+            --scorer eval_json_v2
+    (b) .venv/bin/python bench/oracle_eval_json_v2.py --eval-set questions.json \
+            --predictions predictions.jsonl
 
 CPU is the child's user+sys from `os.wait4` (interpreter start-up, imports and teardown included). Prints the
 median [min-max] CPU and wall of each and the ratio of medians (ragtrack / oracle). Then, unless
@@ -71,11 +73,14 @@ sys.argv = sys.argv[3:]
 sys.exit(getattr(importlib.import_module(entry_module), entry_name)())
 """
 
-RAGTRACK_PHASES = [
+RAGTRACK_PHASES = [  # runner's names first: it binds the originals when imported, before theirs are wrapped
     ("ragtrack.run.runner", "load_eval_set", "eval set"),
     ("ragtrack.run.runner", "match_prediction_file", "predictions"),
     ("ragtrack.run.runner", "score", "scoring"),
     ("ragtrack.run.runner", "case_rows", "rows"),
+    # `ragtrack score` without --json (what is measured) builds no rows and calls these from their modules
+    ("ragtrack.inputs.eval_sets", "load_eval_set", "eval set"),
+    ("ragtrack.inputs.predictions", "match_prediction_file", "predictions"),
 ]
 ORACLE_PHASES = [
     ("oracle_eval_json_v2", "load_question_v2", "eval set"),
@@ -185,7 +190,8 @@ def _span(values: list[float]) -> str:
 
 
 def phases(argv: list[str], probes: list[tuple[str, str, str]], entry: str) -> dict[str, float]:
-    """Process CPU per phase of one run of `argv` (the oracle script or `ragtrack ...`), timers around `probes`."""
+    """Process CPU per phase of one run of `argv` (the oracle script or `ragtrack ...`), timers around
+    `probes`."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "phases.json"
         script = argv[1:] if argv[0] == str(PYTHON) else ["ragtrack", *argv[1:]]

@@ -12,7 +12,7 @@ import io
 import json
 import random
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,10 +142,11 @@ def _read_items(path: Path) -> tuple[bytes, list[Any], list[str]]:
     return data, obj, [f"item {i}" for i in range(len(obj))]
 
 
+_PREDICTION_KEY_SET = frozenset(PREDICTION_KEYS)
 _UNION_BRANCHES = {"str", "int", "bool", "float", "list", "dict", "none"}
 
 
-def _field_of(err: dict[str, Any]) -> str:
+def _field_of(err: Mapping[str, Any]) -> str:
     """`expected.answer_example.detailed_description[2]`; union branch tags left out."""
     out = ""
     for part in err["loc"]:
@@ -171,7 +172,8 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
         if fmt is None:
             raise InputError(
                 str(path),
-                "cannot tell the format: expected `expected` (question_v2), `qid`/`q` (qaset) or `question` (rag)",
+                "cannot tell the format: expected `expected` (question_v2), `qid`/`q` (qaset) "
+                "or `question` (rag)",
                 where=where(0),
             )
     model = _MODELS[fmt]
@@ -233,7 +235,9 @@ def id_problem(case_id: str) -> str | None:
 def _reject_predictions(raw: list[Any], file: str, where: Callable[[int], str]) -> None:
     """A predictions file given as an eval set is an error naming its first prediction key."""
     for i, item in enumerate(raw):
-        key = next((k for k in PREDICTION_KEYS if k in item), None) if isinstance(item, dict) else None
+        if not isinstance(item, dict) or _PREDICTION_KEY_SET.isdisjoint(item):
+            continue
+        key = next((k for k in PREDICTION_KEYS if k in item), None)
         if key is not None:
             raise InputError(
                 file,

@@ -57,8 +57,9 @@ def _field(path: list[str | int]) -> str | None:
 
 
 class StrictDecoder:
-    """`json.loads`, strictly, with one decoder for many documents (a JSONL file's lines): errors name the file,
-    `where` (or the line and column) and the field; a non-finite number (NaN, Infinity, 1e999) is an error."""
+    """`json.loads`, strictly, with one decoder for many documents (a JSONL file's lines): errors name the
+    file, `where` (or the line and column) and the field; a non-finite number (NaN, Infinity, 1e999) is an
+    error."""
 
     def __init__(self) -> None:
         self._found: list[_NonFinite] = []
@@ -73,8 +74,8 @@ class StrictDecoder:
         return value if math.isfinite(value) else self._constant(s)
 
     def loads(self, text: str, file: str, where: str | None = None, *, items: bool = False) -> Any:
-        """The document in `text`. With `items=True` it is a JSON array of items, and a non-finite number inside
-        item `i` is placed at `item i` with its field path inside the item."""
+        """The document in `text`. With `items=True` it is a JSON array of items, and a non-finite number
+        inside item `i` is placed at `item i` with its field path inside the item."""
         self._found.clear()
         try:
             obj = self._decoder.decode(text)
@@ -116,5 +117,5 @@ def iter_jsonl(lines: Iterable[bytes], file: str) -> Iterator[tuple[int, bytes, 
             byte = offset + len(raw) - len(line) + e.start
             raise InputError(file, f"not UTF-8 text (byte {byte})", where=f"line {lineno}") from None
         offset += len(raw)
-        if text.strip():
+        if text and not text.isspace():  # `text.strip()`, without copying the line
             yield lineno, raw, decoder.loads(text, file, f"line {lineno}")

@@ -18,7 +18,7 @@ import os
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -166,7 +166,12 @@ def _unmatched_key(r: PredictionRecord) -> str:
     return f"q={q[:_KEY_TEXT_CHARS] + '…' if len(q) > _KEY_TEXT_CHARS else q!r}"
 
 
-def _hashed(f: IO[bytes], hasher: Any) -> Iterator[bytes]:
+def _for_case(pred: Prediction, case_id: str) -> Prediction:
+    """The prediction with its case's id: itself when it already has it (matched by id; it is frozen)."""
+    return pred if pred.case_id == case_id else pred.model_copy(update={"case_id": case_id})
+
+
+def _hashed(f: Iterable[bytes], hasher: Any) -> Iterator[bytes]:
     for line in f:
         hasher.update(line)
         yield line
@@ -212,7 +217,7 @@ def match_predictions(
         else:
             if case.id in found:
                 duplicates += 1
-            found[case.id] = r.prediction.model_copy(update={"case_id": case.id})
+            found[case.id] = _for_case(r.prediction, case.id)
     predictions = [found.get(c.id) or Prediction(case_id=c.id, missing=True) for c in scored]
     missing_ids = [p.case_id for p in predictions if p.missing]
     return Generation(

@@ -347,9 +347,15 @@ def score_files(
     predictions: str | Path | Iterable[PredictionRecord],
     scorers: Sequence[Scorer],
     gates: Sequence[GateSpec],
+    *,
+    with_rows: bool = True,
 ) -> FileScores:
     """Score a predictions file (or validated predictions from elsewhere, e.g. a DataFrame's rows)
-    against eval-set files, without MLflow (`ragtrack score`, audits, the MLflow evaluator)."""
+    against eval-set files, without MLflow (`ragtrack score`, audits, the MLflow evaluator).
+
+    `with_rows=False` leaves `rows` empty: on a large eval set the per-case rows cost more to build
+    and validate than most scorers take, and `ragtrack score` prints them only with `--json`.
+    """
     eval_set, _ = load_eval_set([str(f) for f in eval_files])
     check_applicable(scorers, eval_set)
     kept, dropped = applicable_gates(gates, [s.name for s in scorers])
@@ -358,7 +364,7 @@ def score_files(
     else:
         generation = match_predictions(predictions, eval_set.cases)
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, kept)
-    rows = case_rows(eval_set.cases, generation.predictions, outputs)
+    rows = case_rows(eval_set.cases, generation.predictions, outputs) if with_rows else []
     return FileScores(
         eval_set=eval_set,
         generation=generation,

@@ -1,7 +1,10 @@
 """Scorer `eval_json_v2`: structured JSON answers against `question_v2` (SPEC §1).
 
-Each string is normalised once per case and compared through its precomputed bigram
-set, so list F1 over a dozen items costs set operations, not re-normalisation.
+Each string is normalised once per comparison list, and its bigram set is built only when
+containment did not already decide fuzzy equality (once per string and case), so list F1
+over a dozen items costs a few substring tests and set operations. The private helpers
+here are faster equivalents of `ragtrack.nlp.text`'s (`norm`, `fuzzy_equal_normed`,
+`evidence_keywords`); the tests prove them equal.
 """
 
 from __future__ import annotations
@@ -9,13 +12,15 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from ragtrack.core.types import CaseScore, ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
-from ragtrack.nlp.text import bigrams_normed, evidence_keywords, fuzzy_equal_normed, norm
+from ragtrack.nlp.text import evidence_keywords
 from ragtrack.scorers.base import (
     Batch,
     CaseColumns,
@@ -43,6 +48,12 @@ _STR_KEYS = ("target_audience", "main_topic", "sub_topic", "original_evidence")
 _STR_LIST_KEYS = ("detailed_description", "predicted_questions")
 _LABEL_KEYS = ("target_audience", "main_topic", "sub_topic")  # subscores that are 1 or 0 (fuzzy_equal)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_\-]*(.*)```\Z", re.DOTALL)
+_SCORE, _SCHEMA_OK, _ERROR = f"{NAME}/score", f"{NAME}/schema_ok", f"{NAME}/error"
+_SUB_COLUMNS = tuple(f"{NAME}/{k}" for k in SUBSCORES)  # a case's columns: score, schema_ok, these, error
+_NFKC = unicodedata.normalize
+# SPEC §1.3 keyword pieces, as `ragtrack.nlp.text.terms` finds them: English tokens and runs of CJK
+# ideographs.
+_KEYWORD_PIECE = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*|[\u3400-\u4dbf\u4e00-\u9fff]+")
 
 
 class Params(ScorerParams):
@@ -127,14 +138,101 @@ def _json_type(v: Any, top: bool = True) -> str:
     )
 
 
-class _Normed:
-    """A string normalised once, with its bigram set."""
+def _norm(s: str | None) -> str:
+    """`ragtrack.nlp.text.norm`, without a regex.
 
-    __slots__ = ("text", "grams")
+    `str.split()` splits at exactly the code points that `\\s` matches (both are `str.isspace`), so
+    joining the pieces drops the same whitespace (the tests check every code point).
+    """
+    if not s:
+        return ""
+    return "".join(_NFKC("NFKC", s).split()).casefold()
 
-    def __init__(self, raw: str) -> None:
-        self.text = norm(raw)
-        self.grams = bigrams_normed(self.text)
+
+def _bigrams(x: str) -> set[Any]:
+    """A stand-in for `bigrams_normed(x)`, with the same sizes of intersections and unions.
+
+    Each bigram is the pair of its characters (equal pairs are equal bigrams); a string shorter
+    than 2 is itself, as there, and no pair equals it.
+    """
+    if len(x) < 2:
+        return {x} if x else set()
+    return set(zip(x, x[1:], strict=False))  # neighbours: one pair fewer than characters
+
+
+def _keywords(text: str | None, limit: int) -> list[str]:
+    """`evidence_keywords(text, limit)`, reading the text only until `limit` distinct keywords are found."""
+    if limit <= 0:  # a slice `[:limit]` that is empty or counts from the end: the shared helper as it is
+        return evidence_keywords(text, limit)
+    seen: dict[str, None] = {}
+    for piece in _KEYWORD_PIECE.findall(_NFKC("NFKC", text or "").casefold()):
+        if piece[0].isascii():
+            if len(piece) >= 2 or piece.isdigit():
+                seen[piece] = None
+        elif len(piece) == 1:
+            seen[piece] = None
+        else:
+            for i in range(len(piece) - 1):
+                seen[piece[i : i + 2]] = None
+                if len(seen) >= limit:
+                    return list(seen)
+        if len(seen) >= limit:
+            return list(seen)
+    return list(seen)
+
+
+class _Fuzzy:
+    """`fuzzy_equal_normed` with the scorer's threshold and containment length, on normalised strings.
+
+    A string's bigram set is built only when containment did not decide, and kept (one case's strings).
+    """
+
+    __slots__ = ("threshold", "min_chars", "grams")
+
+    def __init__(self, threshold: float, min_chars: int) -> None:
+        self.threshold = threshold
+        self.min_chars = min_chars
+        self.grams: dict[str, set[Any]] = {}
+
+    def equal(self, x: str, y: str) -> bool:
+        """SPEC §0 fuzzy equality of normalised `x` and `y`: `contained`, else bigram Jaccard >= threshold."""
+        if self.contained(x, y):
+            return True
+        return bool(x and y) and self.similar(x, y)
+
+    def contained(self, x: str, y: str) -> bool:
+        """Fuzzy equality without bigrams: both empty, or the shorter side is inside the longer.
+
+        `min(len) >= min_chars and (x in y or y in x)` is tested on the shorter side only: the
+        longer string is never inside the shorter one, and at equal lengths either test is `x == y`.
+        """
+        if not x or not y:
+            return not x and not y
+        if len(x) <= len(y):
+            return len(x) >= self.min_chars and x in y
+        return len(y) >= self.min_chars and y in x
+
+    def similar(self, x: str, y: str) -> bool:
+        """Bigram Jaccard of two non-empty normalised strings (`|A ∩ B| / |A ∪ B|`) >= threshold.
+
+        `|A ∩ B| <= min(|A|, |B|)` and `|A ∪ B| >= max(|A|, |B|)`, and rounded division is monotonic:
+        when `min / max` is below the threshold, so is the Jaccard, and the intersection is not needed.
+        """
+        grams = self.grams
+        a = grams.get(x)
+        if a is None:
+            a = grams[x] = _bigrams(x)
+        b = grams.get(y)
+        if b is None:
+            b = grams[y] = _bigrams(y)
+        na, nb = len(a), len(b)
+        if (na / nb if na <= nb else nb / na) < self.threshold:
+            return False
+        inter = len(a & b)
+        return inter / (na + nb - inter) >= self.threshold
+
+
+_Params = Params  # the type of `EvalJsonV2Scorer.p` (in its body, `Params` is the class attribute)
 
 
 @register_scorer
@@ -146,19 +244,22 @@ class EvalJsonV2Scorer(Scorer):
     version = "1"
     section = "expected"
     Params = Params
+    p: _Params
 
     def score(self, batch: Batch) -> ScorerOutput:
-        rows: list[CaseScore] = []
-        for case, pred in zip(batch.cases, batch.predictions, strict=True):
-            if case.expected is not None:
-                rows.append(CaseScore(case_id=case.id, values=self.score_case(case, pred)))
-        return ScorerOutput(
-            info=self.info, cases=rows, metrics=self.aggregate(rows), report_md=self.report(rows)
-        )
+        rows = [
+            CaseScore(case_id=case.id, values=self.score_case(case, pred))
+            for case, pred in zip(batch.cases, batch.predictions, strict=True)
+            if case.expected is not None
+        ]
+        metrics = self.aggregate(rows)
+        report = self._report(rows, metrics)
+        return ScorerOutput(info=self.info, cases=rows, metrics=metrics, report_md=report)
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
-        """Every metric is a mean over the cases scored; schema_ok and the three label matches are pass/fail."""
+        """Every metric is a mean over the cases scored; schema_ok and the three label matches are
+        pass/fail."""
         return [
             mean_terms(f"{NAME}/eval_score_avg", columns[f"{NAME}/score"]),
             mean_terms(f"{NAME}/schema_pass_rate", columns[f"{NAME}/schema_ok"], binary=True),
@@ -171,46 +272,47 @@ class EvalJsonV2Scorer(Scorer):
         p = self.p
         assert case.expected is not None
         got, error = parse_answer(pred.answer)
-        subs = dict.fromkeys(SUBSCORES, 0.0)
+        subs = [0.0] * len(SUBSCORES)
         if got is not None:
             exp = case.expected.answer_example
-            for key in _LABEL_KEYS:
-                subs[key] = 1.0 if self._eq(_Normed(getattr(exp, key)), _Normed(got[key])) else 0.0
-            subs["detailed_description_f1"] = self._list_f1(
-                exp.detailed_description, got["detailed_description"][: p.max_description_items]
-            )
-            subs["predicted_questions_f1"] = self._list_f1(
-                exp.predicted_questions, got["predicted_questions"][: p.max_question_items]
-            )
-            subs["original_evidence"] = self._evidence(exp.original_evidence, got["original_evidence"])
-            subs["grounding"] = self._grounding(got["source_map"], pred.contexts)
-        total = math.fsum(p.weights.get(k, 0.0) * subs[k] for k in SUBSCORES)
-        out: dict[str, ScoreValue] = {
-            f"{NAME}/score": 100.0 * min(1.0, max(0.0, total)),
-            f"{NAME}/schema_ok": got is not None,
-        }
-        out.update({f"{NAME}/{k}": v for k, v in subs.items()})
-        out[f"{NAME}/error"] = error
+            fuzzy = _Fuzzy(p.jaccard_threshold, p.min_containment_chars)  # this case's bigram sets
+            for i, key in enumerate(_LABEL_KEYS):
+                subs[i] = 1.0 if fuzzy.equal(_norm(getattr(exp, key)), _norm(got[key])) else 0.0
+            descriptions = got["detailed_description"][: p.max_description_items]
+            subs[3] = self._list_f1(fuzzy, exp.detailed_description, descriptions)
+            subs[4] = self._evidence(exp.original_evidence, got["original_evidence"])
+            questions = got["predicted_questions"][: p.max_question_items]
+            subs[5] = self._list_f1(fuzzy, exp.predicted_questions, questions)
+            subs[6] = self._grounding(got["source_map"], pred.contexts)
+        weights = p.weights
+        total = math.fsum(weights.get(k, 0.0) * s for k, s in zip(SUBSCORES, subs, strict=True))
+        out: dict[str, ScoreValue] = {_SCORE: 100.0 * min(1.0, max(0.0, total)), _SCHEMA_OK: got is not None}
+        out.update(zip(_SUB_COLUMNS, subs, strict=True))
+        out[_ERROR] = error
         return out
 
-    def _eq(self, a: _Normed, b: _Normed) -> bool:
-        return fuzzy_equal_normed(
-            a.text,
-            b.text,
-            a.grams,
-            b.grams,
-            threshold=self.p.jaccard_threshold,
-            min_containment_chars=self.p.min_containment_chars,
-        )
+    @staticmethod
+    def _list_f1(fuzzy: _Fuzzy, expected: Sequence[str], got: Sequence[str]) -> float:
+        """F1 of a maximum one-to-one matching between expected and got items.
 
-    def _list_f1(self, expected: Sequence[str], got: Sequence[str]) -> float:
-        """F1 of a maximum one-to-one matching between expected and got items."""
+        The matching is first sought among the pairs that containment alone makes equal: when that
+        already matches every item of the shorter list, no larger matching exists and no bigram set is
+        needed. Otherwise it is sought again among all fuzzy-equal pairs (`_Fuzzy.equal`).
+        """
         if not expected or not got:
             return 1.0 if not expected and not got else 0.0
-        e = [_Normed(x) for x in expected]
-        g = [_Normed(x) for x in got]
-        adj = [[j for j, gj in enumerate(g) if self._eq(ei, gj)] for ei in e]
+        e = [_norm(x) for x in expected]
+        g = [_norm(x) for x in got]
+        contained = fuzzy.contained
+        adj = [[j for j, y in enumerate(g) if contained(x, y)] for x in e]
         m = _max_matching(adj, len(g))
+        if m < min(len(e), len(g)):  # add the pairs that are equal by their bigrams (both non-empty)
+            similar = fuzzy.similar
+            adj = [
+                [j for j, y in enumerate(g) if j in row or (x and y and similar(x, y))]
+                for x, row in zip(e, adj, strict=True)
+            ]
+            m = _max_matching(adj, len(g))
         if m == 0:
             return 0.0
         recall, precision = m / len(e), m / len(g)
@@ -218,10 +320,10 @@ class EvalJsonV2Scorer(Scorer):
 
     def _evidence(self, expected: str, got: str) -> float:
         p = self.p
-        keywords = evidence_keywords(expected, p.max_keywords)
+        keywords = _keywords(expected, p.max_keywords)
         stripped = got.strip()
         if keywords:
-            target = norm(got)
+            target = _norm(got)
             hit = sum(1 for k in keywords if k in target)
             kw_score = min(1.0, hit / min(p.keyword_hits_for_full, len(keywords)))
         else:
@@ -231,9 +333,11 @@ class EvalJsonV2Scorer(Scorer):
         return kw_score * length_pen
 
     def _grounding(self, source_map: list[Any], contexts: Sequence[ContextChunk]) -> float:
+        """Share of the refs considered whose file is a context's `source_path` and one of whose
+        first anchors is in the normalised context text (both computed only when a ref needs them)."""
         p = self.p
-        paths = {c.source_path for c in contexts if c.source_path is not None}
-        context_text = norm("\n".join(c.text for c in contexts))
+        paths: set[str] | None = None
+        context_text: str | None = None
         total = ok = 0
         for entry in source_map[: p.max_source_map_entries]:
             refs = entry.get("refs") if isinstance(entry, dict) else None
@@ -241,17 +345,17 @@ class EvalJsonV2Scorer(Scorer):
                 continue
             for ref in refs[: p.max_refs_per_entry]:
                 total += 1
-                if (
-                    not isinstance(ref, dict)
-                    or not isinstance(ref.get("file"), str)
-                    or ref["file"] not in paths
-                ):
+                if not isinstance(ref, dict) or not isinstance(file := ref.get("file"), str):
                     continue
+                if paths is None:
+                    paths = {c.source_path for c in contexts if c.source_path is not None}
                 anchors = ref.get("anchors")
-                if not isinstance(anchors, list):
+                if file not in paths or not isinstance(anchors, list):
                     continue
+                if context_text is None:
+                    context_text = _norm("\n".join(c.text for c in contexts))
                 for a in anchors[: p.max_anchors_per_ref]:
-                    if isinstance(a, str) and (na := norm(a)) and na in context_text:
+                    if isinstance(a, str) and (na := _norm(a)) and na in context_text:
                         ok += 1
                         break
         return ok / total if total else 0.0
@@ -259,19 +363,23 @@ class EvalJsonV2Scorer(Scorer):
     # -------------------------------------------------------------- the batch
 
     def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
-        def col(key: str) -> list[float]:
-            return [float(r.values[f"{NAME}/{key}"]) for r in rows]  # type: ignore[arg-type]
+        values = [r.values for r in rows]
 
-        metrics = {
-            f"{NAME}/eval_score_avg": mean_or_nan(col("score")),
-            f"{NAME}/schema_pass_rate": mean_or_nan(col("schema_ok")),
-        }
-        metrics.update({f"{NAME}/{k}": mean_or_nan(col(k)) for k in SUBSCORES})
+        def mean(column: str) -> float:
+            return mean_or_nan(list(map(float, map(itemgetter(column), values))))
+
+        metrics = {f"{NAME}/eval_score_avg": mean(_SCORE), f"{NAME}/schema_pass_rate": mean(_SCHEMA_OK)}
+        metrics.update(
+            {f"{NAME}/{k}": mean(column) for k, column in zip(SUBSCORES, _SUB_COLUMNS, strict=True)}
+        )
         metrics[f"{NAME}/n_cases"] = float(len(rows))
         return metrics
 
     def report(self, rows: Sequence[CaseScore], worst: int = 10) -> str:
-        m = self.aggregate(rows)
+        return self._report(rows, self.aggregate(rows), worst)
+
+    def _report(self, rows: Sequence[CaseScore], m: dict[str, float], worst: int = 10) -> str:
+        """`report` with the batch's metrics (`aggregate(rows)`) already computed."""
         lines = [
             f"## {NAME}",
             "",
@@ -289,7 +397,8 @@ class EvalJsonV2Scorer(Scorer):
                 "",
                 f"### Lowest {len(ranked)} cases",
                 "",
-                "Reason: the parse error, else each subscore that lost points, with its value and the points it cost.",
+                "Reason: the parse error, else each subscore that lost points, with its value and the points "
+                "it cost.",
                 "",
                 "| id | score | schema_ok | reason |",
                 "|---|---|---|---|",
@@ -298,7 +407,8 @@ class EvalJsonV2Scorer(Scorer):
                 v = r.values
                 reason = self._reason(v).replace("|", "\\|")[:200]
                 lines.append(
-                    f"| {r.case_id} | {v[f'{NAME}/score']:.2f} | {str(v[f'{NAME}/schema_ok']).lower()} | {reason} |"
+                    f"| {r.case_id} | {v[f'{NAME}/score']:.2f} | "
+                    f"{str(v[f'{NAME}/schema_ok']).lower()} | {reason} |"
                 )
         return "\n".join(lines) + "\n"
 
@@ -318,14 +428,18 @@ class EvalJsonV2Scorer(Scorer):
 def _max_matching(adj: list[list[int]], n_right: int) -> int:
     """Size of a maximum bipartite matching (Kuhn's augmenting paths; lists are short)."""
     match_right = [-1] * n_right
+    return sum(1 for i in range(len(adj)) if adj[i] and _augment(adj, i, match_right, [False] * n_right))
 
-    def augment(i: int, seen: list[bool]) -> bool:
-        for j in adj[i]:
-            if not seen[j]:
-                seen[j] = True
-                if match_right[j] == -1 or augment(match_right[j], seen):
-                    match_right[j] = i
-                    return True
-        return False
 
-    return sum(1 for i in range(len(adj)) if adj[i] and augment(i, [False] * n_right))
+def _augment(adj: list[list[int]], i: int, match_right: list[int], seen: list[bool]) -> bool:
+    """Kuhn's step: match left node `i`, re-matching along an augmenting path.
+
+    A module function, not a closure: a recursive closure is a reference cycle left per call.
+    """
+    for j in adj[i]:
+        if not seen[j]:
+            seen[j] = True
+            if match_right[j] == -1 or _augment(adj, match_right[j], match_right, seen):
+                match_right[j] = i
+                return True
+    return False

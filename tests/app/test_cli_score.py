@@ -252,8 +252,9 @@ def test_scorer_without_its_eval_format_exits_2_naming_scorer_and_files(files: d
     )
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (
-        "ragtrack: error: scorers: eval_json_v2: needs question_v2 items (with `expected`), and no case of "
-        f"the eval set has them; eval-set files: {files['qaset']} (qaset)\n"
+        "ragtrack: error: scorers: eval_json_v2: needs question_v2 items (with `expected`), "
+        "and no case of the eval set "
+        f"has them; eval-set files: {files['qaset']} (qaset)\n"
     )
 
 
@@ -680,6 +681,24 @@ def test_config_scorer_parameter_error_exits_2(
     )
     assert (code, err) == (
         2,
-        f"ragtrack: error: {config}: scorers.refusal_citation: refusal_tokn: Extra inputs are not "
-        "permitted\n",
+        f"ragtrack: error: {config}: scorers.refusal_citation: refusal_tokn: "
+        "Extra inputs are not permitted\n",
     )
+
+
+def test_score_restores_the_garbage_collector(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ragtrack score` pauses the collector while it works, and leaves it as it found it, error or not."""
+    import gc
+
+    eval_set = ["--eval-set", str(files["eval"]), "--scorer", "eval_json_v2"]
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            code, _, _ = score_main(capsys, *eval_set, "--predictions", str(files["perfect"]))
+            assert (code, gc.isenabled()) == (0, enabled)
+            code, _, _ = score_main(capsys, *eval_set, "--predictions", str(files["dir"] / "none.jsonl"))
+            assert (code, gc.isenabled()) == (2, enabled)
+        finally:
+            gc.enable()

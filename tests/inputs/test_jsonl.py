@@ -55,3 +55,8 @@ def test_jsonl_yields_raw_lines_and_skips_blank_ones() -> None:
         (1, b'{"a": 1}\n', {"a": 1}),
         (3, b'{"a": 2}', {"a": 2}),
     ]
+
+
+def test_jsonl_skips_lines_of_any_whitespace() -> None:
+    data = '\n\r\n \t\u3000\u00a0\x1c\r\n{"a": 1}\n\u2029'.encode()
+    assert list(iter_jsonl(io.BytesIO(data), "f.jsonl")) == [(4, b'{"a": 1}\n', {"a": 1})]

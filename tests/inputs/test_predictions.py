@@ -87,6 +87,13 @@ def test_match_by_question(tmp_path: Path) -> None:
     assert answers(gen)["3"] == "C"
 
 
+def test_every_prediction_carries_its_case_id(tmp_path: Path) -> None:
+    # Matched by a string id, by an integer id, and by question text: each gets the id of the case it matched.
+    rows = [{"id": "1", "answer": "A"}, {"id": 2, "answer": "B"}, {"q": CASES[2].question, "answer": "C"}]
+    gen = match(tmp_path, rows)
+    assert [(p.case_id, p.answer) for p in gen.predictions] == [("1", "A"), ("2", "B"), ("3", "C")]
+
+
 def test_q_takes_precedence_over_question(tmp_path: Path) -> None:
     # As the seed's reference scorer: p.get("q") or p.get("question").
     gen = match(

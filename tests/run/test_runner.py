@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ragtrack.core.errors import InputError
@@ -91,3 +94,19 @@ def test_dev_subset_larger_than_eval_set_names_stages_dev_n(demo_files):
         InputError, match=r"stages\.dev_n: subset size n=100 must be between 1 and the 3 cases"
     ):
         run_job(cfg)
+
+
+@pytest.mark.parametrize("predictions", ["base__v1.jsonl", "lora_b__v2.jsonl"])
+def test_score_files_without_rows_scores_the_same(predictions: str) -> None:
+    """`with_rows=False` (`ragtrack score` without --json) leaves out the per-case rows and nothing else."""
+    from ragtrack.run.runner import score_files
+    from ragtrack.scorers import build_scorer
+
+    demo = Path(__file__).resolve().parent.parent / "experiments" / "demo"
+    files = [str(demo / "questions.json"), str(demo / "qaset.json")]
+    scorers = [build_scorer("eval_json_v2"), build_scorer("refusal_citation")]
+    full = score_files(files, demo / "predictions" / predictions, scorers, [])
+    lean = score_files(files, demo / "predictions" / predictions, scorers, [], with_rows=False)
+    assert lean.rows == [] and len(full.rows) == len(full.eval_set.cases)
+    assert lean.model_dump(exclude={"rows"}) == full.model_dump(exclude={"rows"})
+    assert json.dumps(lean.metrics) == json.dumps(full.metrics)  # same order, same bits
