@@ -6,10 +6,11 @@ Reads the same files as `ragtrack score --eval-set E --predictions P --scorer ev
 eval set, a predictions JSONL) and prints the same aggregate metrics (`eval_json_v2/*`, `predictions/*`,
 `gate/dev100`, `gate/all`) in the same layout, or `{"metrics": {...}}` with `--json` (full precision).
 
-Standard library only, written from `/work/shared/SPEC.md` (not from `ragtrack/scorers/`), and written to be
-fast in the plain-Python sense: one read and one `json.loads` per file or line, every string normalised once
-per case, bigram sets built lazily and only when containment did not already decide. It is the speed reference
-of issue 18, item 4 (`bench/bench_score_process.py`) and a correctness cross-check of ragtrack's scorer.
+Standard library only, written from the scoring specification (docs/SPEC.md §0–§1, not from
+`ragtrack/scorers/`), and written to be fast in the plain-Python sense: one read and one `json.loads` per file
+or line, every string normalised once per case, bigram sets built lazily and only when containment did not
+already decide. It is the speed reference of issue 18, item 4 (`bench/bench_score_process.py`) and a
+correctness cross-check of ragtrack's scorer.
 
 Points the SPEC leaves open, decided here: the keyword order interleaves English
 tokens and CJK bigrams by position in the NFKC+casefold text; CJK bigrams are taken from that same text; a

@@ -8,7 +8,7 @@ source `CODE <scorer>@<version>` and `mlflow.assessment.sourceRunId`, as
 `mlflow.genai.evaluate` writes them. Two runs' rows pair in the UI's compare mode by equal
 `request_preview`, so the inputs are serialised the same way in every run.
 
-How they are written, and why (measured, bench/bench_traces.py; /work/shared/notes):
+How they are written, and why (measured: bench/bench_traces.py):
 the trace entities are built here and written synchronously: on a SQL store all of a
 run's traces with their assessments in one transaction (`trace_batch.start_traces`: 2.3
 ms CPU per case of 10 assessments against 9.3 ms for one `start_trace` per case), against a tracking server

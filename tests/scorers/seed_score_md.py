@@ -1,4 +1,4 @@
-# Reference scorer of seed 004 (/work/shared/seeds/004_bca59c475415a5da.txt, `eval/score.md.py`),
+# Reference scorer of seed 004 (docs/SPEC.md, "Where this specification comes from"; its `eval/score.md.py`),
 # copied verbatim from seed 004. The only addition is the `if __name__ == "__main__"` line at the
 # bottom (the seed shows no entry point), plus this comment. Do not edit: tests compare against it.
 
