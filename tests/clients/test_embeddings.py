@@ -93,7 +93,9 @@ def test_the_suite_keeps_caches_under_pytests_tmp_dirs(tmp_path_factory: pytest.
 
 def test_loading_the_model_writes_nothing_to_the_console() -> None:
     # transformers' "Loading weights" progress bar would cut into ragtrack's console lines
-    probe = "from ragtrack import embeddings; embeddings.shared(embeddings.DEFAULT_MODEL).encode(['x'])"
+    probe = (
+        "from ragtrack.clients import embeddings; embeddings.shared(embeddings.DEFAULT_MODEL).encode(['x'])"
+    )
     out = subprocess.run(
         [sys.executable, "-c", probe], env=env(), capture_output=True, text=True, timeout=120
     )

@@ -102,7 +102,7 @@ def test_score_files_without_rows_scores_the_same(predictions: str) -> None:
     from ragtrack.run.runner import score_files
     from ragtrack.scorers import build_scorer
 
-    demo = Path(__file__).resolve().parent.parent / "experiments" / "demo"
+    demo = Path(__file__).resolve().parents[2] / "experiments" / "demo"
     files = [str(demo / "questions.json"), str(demo / "qaset.json")]
     scorers = [build_scorer("eval_json_v2"), build_scorer("refusal_citation")]
     full = score_files(files, demo / "predictions" / predictions, scorers, [])
