@@ -136,9 +136,8 @@ def pairs_of(topic: dict[str, Any], lang: str) -> list[Pair]:
     ]
 
 
-FLAG_MATCH = (
-    80  # rapidfuzz partial_ratio at which an unsupported statement is the altered one (a split may cut it)
-)
+# rapidfuzz partial_ratio at which an unsupported statement is the altered one (a split may cut it)
+FLAG_MATCH = 80
 
 
 def flag_rates(pairs: Sequence[Pair]) -> dict[str, tuple[float, float, int]]:

@@ -150,12 +150,10 @@ class LLMServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = (
-                "HTTP/1.1"  # keep-alive: a client's connection pool is exercised as in production
-            )
-            disable_nagle_algorithm = (
-                True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
-            )
+            # keep-alive: a client's connection pool is exercised as in production
+            protocol_version = "HTTP/1.1"
+            # headers and body go out as separate writes: no 40 ms delayed-ACK stall
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass

@@ -200,9 +200,8 @@ class ComponentInfo(_Frozen):
     name: str
     version: str
     params: dict[str, ScoreValue | list[ScoreValue] | dict[str, float]]
-    code_sha256: str | None = (
-        None  # sha256 of the component's module source; None in runs logged before it was recorded
-    )
+    # sha256 of the component's module source; None in runs logged before it was recorded
+    code_sha256: str | None = None
     provenance: dict[str, str] = Field(
         default_factory=dict
     )  # known only once it ran, e.g. the embedding model's weights sha256
@@ -300,9 +299,8 @@ class RunManifest(_Frozen):
     prompt_version: str
     prompt_sha256: str
     prompt_path: str
-    prompt_uri: str | None = (
-        None  # the Prompt Registry version the prompt was fetched from (`prompts:/name/3`)
-    )
+    # the Prompt Registry version the prompt was fetched from (`prompts:/name/3`)
+    prompt_uri: str | None = None
     eval_set_name: str
     eval_set_version: str
     eval_files: list[EvalFile]

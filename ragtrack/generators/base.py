@@ -34,12 +34,10 @@ class Generator(Component):
     """Base class: subclasses set `name`, `version`, `Params` and implement `generate`."""
 
     kind: ClassVar[str] = "generator"
-    uses_index: ClassVar[bool] = (
-        False  # retrieves from the configured index: the runner sets `index` before `prepare`
-    )
-    index_optional: ClassVar[bool] = (
-        False  # with uses_index: a recorded (not built) index is no error, `index` stays None
-    )
+    # retrieves from the configured index: the runner sets `index` before `prepare`
+    uses_index: ClassVar[bool] = False
+    # with uses_index: a recorded (not built) index is no error, `index` stays None
+    index_optional: ClassVar[bool] = False
     index: IndexSpec | None = None
 
     def prepare(

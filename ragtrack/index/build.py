@@ -61,16 +61,13 @@ __all__ = [
 log = logging.getLogger("ragtrack")
 CHECKSUMS = "checksums.json"  # sha256 of each file of a built index, written last
 _CHECKED = ("vectors.npy", "chunks.jsonl", "manifest.json")
-DEEP_TOLERANCE = (
-    1e-5  # |Δ| per component between cached and fresh vectors: batch effects on CPU are below 1e-7
-)
+# |Δ| per component between cached and fresh vectors: batch effects on CPU are below 1e-7
+DEEP_TOLERANCE = 1e-5
 
-INDEX_FORMAT = (
-    "ragtrack-index/1"  # bump when chunking or storage changes what an index of the same inputs holds
-)
-LOCK_TIMEOUT_S = (
-    3600.0  # embedding a large corpus takes a while; this only stops a hung builder blocking forever
-)
+# bump when chunking or storage changes what an index of the same inputs holds
+INDEX_FORMAT = "ragtrack-index/1"
+# embedding a large corpus takes a while; this only stops a hung builder blocking forever
+LOCK_TIMEOUT_S = 3600.0
 
 
 class Chunk(BaseModel):

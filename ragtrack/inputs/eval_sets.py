@@ -45,9 +45,8 @@ __all__ = [
     "subset_eval_set",
 ]
 
-MAX_CASE_ID = (
-    250  # characters: MLflow's MAX_CHARS_IN_TRACE_INFO_METADATA (each case's trace keeps its id there)
-)
+# characters: MLflow's MAX_CHARS_IN_TRACE_INFO_METADATA (each case's trace keeps its id there)
+MAX_CASE_ID = 250
 SUBSET_ALGORITHM = "random.Random(seed).sample(range(n_items), n), kept in file order"
 
 

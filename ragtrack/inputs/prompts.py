@@ -41,9 +41,8 @@ class Prompt(BaseModel):
     version: str
     text: str
     sha256: str
-    uri: str | None = (
-        None  # the Prompt Registry version it was fetched from (`prompts:/name/3`), saved at `path`
-    )
+    # the Prompt Registry version it was fetched from (`prompts:/name/3`), saved at `path`
+    uri: str | None = None
 
 
 def load_prompt(

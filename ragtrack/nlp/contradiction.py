@@ -181,9 +181,8 @@ _NEGATED_BOUND = {
         r"|\b(?:not|never|n't)\s+(?:be less than|be fewer than|be shorter than|fall below)\b"
     ),
 }
-SAME_WORDING = (
-    70  # rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
-)
+# rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
+SAME_WORDING = 70
 NEAR_COPY = 85  # the ratio from which a statement copies its evidence: a word it changes is another claim
 _OPEN_CLASS = frozenset(
     "nvarj"

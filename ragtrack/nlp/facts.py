@@ -62,9 +62,8 @@ class Fact(BaseModel):
         str
     ]  # tokens this fact supports in a statement (itself, its value key, e.g. the bare number)
     parts: tuple[str, ...] = ()  # a range in a statement also agrees when the support has both ends
-    value: str | None = (
-        None  # an amount with a unit by value (`ragtrack.nlp.quantities.value_key`): `3天` = `72 hours`
-    )
+    # an amount with a unit by value (`ragtrack.nlp.quantities.value_key`): `3天` = `72 hours`
+    value: str | None = None
 
 
 # ------------------------------------------------------------------ numbers

@@ -8,9 +8,8 @@ from ragtrack.core.types import GateResult, RunManifest, RunResult, ScorerOutput
 
 __all__ = ["REPORT_TABLE_ROWS", "capped_tables", "render_report", "render_scorer_report", "run_label"]
 
-REPORT_TABLE_ROWS = (
-    500  # rows a report's per-case table shows (a 100,000-case table would be 5 MB of Markdown)
-)
+# rows a report's per-case table shows (a 100,000-case table would be 5 MB of Markdown)
+REPORT_TABLE_ROWS = 500
 
 
 def _gates_table(gates: list[GateResult]) -> list[str]:

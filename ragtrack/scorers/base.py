@@ -135,9 +135,8 @@ class Scorer(Component):
 
     kind: ClassVar[str] = "scorers"
     section: ClassVar[Section | None] = None
-    headline: ClassVar[str | None] = (
-        None  # the metric that sums the scorer up (its overall figure), if it has one
-    )
+    # the metric that sums the scorer up (its overall figure), if it has one
+    headline: ClassVar[str | None] = None
 
     @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:

@@ -41,9 +41,8 @@ __all__ = ["PROMPT_SHA_TAG", "fetch_prompt", "link_prompt", "prompt_name"]
 log = logging.getLogger("ragtrack")
 
 PROMPT_SHA_TAG = "ragtrack.prompt_sha256"
-_MLFLOW_LINK_THREAD = (
-    "link_prompt_to_experiment_thread"  # MlflowClient._link_prompt_to_experiment's thread name
-)
+# MlflowClient._link_prompt_to_experiment's thread name
+_MLFLOW_LINK_THREAD = "link_prompt_to_experiment_thread"
 _DEFAULT_EXPERIMENT = "0"  # the experiment MLflow's fluent API falls back to
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 

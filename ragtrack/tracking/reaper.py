@@ -38,9 +38,8 @@ log = logging.getLogger("ragtrack")
 
 HOST_TAG = "ragtrack.host"
 PID_TAG = "ragtrack.pid"
-STARTED_TAG = (
-    "ragtrack.pid_started"  # the process's start time (epoch seconds): pid reuse shows as a different time
-)
+# the process's start time (epoch seconds): pid reuse shows as a different time
+STARTED_TAG = "ragtrack.pid_started"
 REAPED_TAG = "ragtrack.reaped"
 _START_TOLERANCE_S = 1.0
 

@@ -16,9 +16,8 @@ from mlflow.tracking import MlflowClient
 
 __all__ = ["PAGE", "all_experiment_ids", "all_runs", "equals"]
 
-PAGE = (
-    1000  # runs per request: MLflow's default page; a request for more costs the server more memory at once
-)
+# runs per request: MLflow's default page; a request for more costs the server more memory at once
+PAGE = 1000
 
 
 def all_runs(

@@ -83,14 +83,12 @@ MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
 MAX_RUN_NAME = 250
-UI_TABLE_ROWS = (
-    10_000  # cases in `cases_table.json` (the UI's table view: 1.3 KB each); all are in cases.parquet
-)
+# cases in `cases_table.json` (the UI's table view: 1.3 KB each); all are in cases.parquet
+UI_TABLE_ROWS = 10_000
 MAX_DIGEST = 36  # MLflow caps dataset digests at 36 characters: a sha1 is cut to its first 36 hex digits
 MODEL_ID_TAG = "ragtrack.model_id"  # the run's version (LoggedModel), see `tracking.versions`
-PROMPT_URI_TAG = (
-    "ragtrack.prompt_uri"  # the run's prompt in the Prompt Registry, see `tracking.prompt_registry`
-)
+# the run's prompt in the Prompt Registry, see `tracking.prompt_registry`
+PROMPT_URI_TAG = "ragtrack.prompt_uri"
 
 
 def default_tracking_uri(base_dir: str | Path) -> str:

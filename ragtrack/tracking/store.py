@@ -86,9 +86,8 @@ for _name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
 if not os.environ.get("RAGTRACK_DEBUG"):
     logging.getLogger("mlflow.store.db.utils").addFilter(_raised_anyway)
 
-LOCK_TIMEOUT_S = (
-    600.0  # a migration of an empty store takes seconds; this only stops a hung holder blocking forever
-)
+# a migration of an empty store takes seconds; this only stops a hung holder blocking forever
+LOCK_TIMEOUT_S = 600.0
 BUSY_TIMEOUT_MS = 20_000  # the same wait MLflow sets on each of its sessions
 INPUT_ATTEMPTS = 6  # each retry resolves at least one conflicting dataset row
 NEW_STORE_BYTES = (

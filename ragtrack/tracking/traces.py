@@ -56,9 +56,8 @@ __all__ = [
 ]
 
 CASE_ID_KEY = "ragtrack.case_id"  # trace metadata: the case's id in the eval set
-MAX_CLIENT_REQUEST_ID = (
-    50  # MLflow's column for it is VARCHAR(50): a longer case id is kept in the metadata only
-)
+# MLflow's column for it is VARCHAR(50): a longer case id is kept in the metadata only
+MAX_CLIENT_REQUEST_ID = 50
 SPAN_BATCH = 500  # spans per log_spans call (one database session each)
 REMOTE_WORKERS = 4  # start_trace requests in flight at once against a tracking server
 _SCHEMA_VERSION = "3"  # mlflow.trace_schema.version of the traces MLflow itself writes
