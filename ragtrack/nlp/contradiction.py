@@ -44,6 +44,7 @@ import re
 import unicodedata
 from difflib import SequenceMatcher
 from functools import cache, lru_cache
+from typing import Any
 
 from rapidfuzz import fuzz
 
@@ -305,12 +306,14 @@ def _aligned(statement: str, evidence: str) -> tuple[str, str, float] | None:
 
 
 def conflict(statement: str, evidence: str) -> str | None:
-    """Why `statement` says the opposite of `evidence` in polarity or in a condition, or None.
+    """Why `statement` says something else than `evidence`: in polarity, in a condition or, when it copies
+    the evidence, in a word; or None.
 
     Only a statement that keeps its evidence's wording is compared: rapidfuzz `ratio` ≥
     `SAME_WORDING` between the shorter text and the clauses of the longer one that its
     best alignment touches. A paraphrase may say "at most" for "must not exceed" or "the
-    first" for "no one before", so its words do not decide.
+    first" for "no one before", so its words do not decide. From `NEAR_COPY` on, a word the
+    statement has where its evidence has another (`words`) is a changed claim.
     """
     aligned = _aligned(statement, evidence)
     if aligned is None or aligned[2] < SAME_WORDING:
@@ -355,8 +358,9 @@ def added_words(statement: str, evidence: str, sources: frozenset[str]) -> froze
 @lru_cache(maxsize=65536)
 def words(text: str) -> frozenset[str]:
     """The words a near-copy is compared by: English content words (`lexical.content_tokens`) stemmed by
-    Snowball, Chinese words of two or more characters as jieba cuts them; without numerals and unit words
-    (amounts are compared by value, `quantity_conflict`)."""
+    Snowball, and Chinese nouns, verbs, adjectives, names and abbreviations of two or more characters as
+    `jieba.posseg` tags them; without numerals, unit words, negations and relation operators (their own
+    rules compare them: `quantity_conflict`, `polarity`, `relations`)."""
     latin = [t for t in content_tokens(text) if t.isascii()]
     chinese = [
         w for run in _CJK_RUN.findall(text) for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS
@@ -380,7 +384,7 @@ def _numeral_or_unit(token: str) -> bool:
 
 
 @cache
-def _stemmer():  # noqa: ANN202 - snowballstemmer has no type hints
+def _stemmer() -> Any:  # snowballstemmer ships no type hints
     import snowballstemmer
 
     return snowballstemmer.stemmer("english")

@@ -16,6 +16,9 @@ order they are taken from the text (a span taken by one kind is not read again):
   `2023-05-01`; `2023年5月`, `May 2023` → `2023-05`; `5月1日`, `May 1` → `05-01`.
   A date also provides its year and month (`2023`, `2023-05`) to statements.
 - `time`: `9:30` → `9:30`.
+- `rate`: an amount per a unit or per an amount of one (`112.5 g per litre`, `22.5 g of sugars per
+  100 g`, `$5 a month`, `每亩108元`, `108元/亩`) → `112.5g/l`; by value when both units have one
+  (`22.5 g per 100 g` = `22.5%`); provides both amounts.
 - `range`: `5-10`, `5–10`, `5~10`, `5至10`, `5到10`, `5 to 10`, `between 5 and 10`, with an optional unit
   after the second number → `5-10d`; provides both ends with and without the unit.
 - `percent`: `3.5%`, `3.5 percent`, `百分之三点五` → `3.5%`; provides the bare number.
@@ -56,7 +59,7 @@ class Fact(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: str  # article | title | quote | date | time | range | percent | quantity | number
+    kind: str  # article | title | quote | date | time | rate | range | percent | quantity | number
     token: str  # normalised: equal facts have equal tokens
     keys: frozenset[
         str
