@@ -285,6 +285,7 @@ def _family(f: Fact) -> str:
     return "number" if f.kind in ("quantity", "percent", "number") else f.kind
 
 
+@lru_cache(maxsize=65536)  # `conflict` and `added_words` align the same pair
 def _aligned(statement: str, evidence: str) -> tuple[str, str, float] | None:
     """The statement and its evidence as compared (folded), cut to what they share, and their rapidfuzz
     `ratio`.

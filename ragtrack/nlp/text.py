@@ -21,7 +21,6 @@ __all__ = [
     "terms",
 ]
 
-_WS = re.compile(r"\s+")
 _CJK_RUN = r"[\u3400-\u4dbf\u4e00-\u9fff]+"  # an unbroken run of CJK ideographs
 # English tokens and unbroken runs of CJK ideographs, in text order (SPEC §1.3).
 _KEYWORD_PIECE = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*|" + _CJK_RUN)
@@ -29,10 +28,14 @@ _CJK_RUNS = re.compile(_CJK_RUN)
 
 
 def norm(s: str | None) -> str:
-    """Unicode NFKC, then drop all whitespace, then casefold; `None` is `""`."""
+    """Unicode NFKC, then drop all whitespace, then casefold; `None` is `""`.
+
+    `str.split()` splits at exactly the code points `\\s` matches (both are `str.isspace`), so joining
+    its pieces drops the same whitespace as `re.sub(r"\\s+", "")`, faster (tests check every code point).
+    """
     if not s:
         return ""
-    return _WS.sub("", unicodedata.normalize("NFKC", s)).casefold()
+    return "".join(unicodedata.normalize("NFKC", s).split()).casefold()
 
 
 def bigrams_normed(x: str) -> frozenset[str]:
@@ -111,5 +114,24 @@ def terms(text: str | None) -> list[str]:
 
 
 def evidence_keywords(text: str | None, limit: int = 30) -> list[str]:
-    """Keywords of an evidence text (`terms`), in order of first appearance, de-duplicated, first `limit`."""
-    return list(dict.fromkeys(terms(text)))[:limit]
+    """Keywords of an evidence text (`terms`), in order of first appearance, de-duplicated, first `limit`.
+
+    The text is read only until `limit` distinct keywords are found.
+    """
+    if limit <= 0:  # a slice `[:limit]` that is empty or counts from the end
+        return list(dict.fromkeys(terms(text)))[:limit]
+    seen: dict[str, None] = {}
+    for piece in _KEYWORD_PIECE.findall(unicodedata.normalize("NFKC", text or "").casefold()):
+        if piece[0].isascii():
+            if len(piece) >= 2 or piece.isdigit():
+                seen[piece] = None
+        elif len(piece) == 1:
+            seen[piece] = None
+        else:
+            for i in range(len(piece) - 1):
+                seen[piece[i : i + 2]] = None
+                if len(seen) >= limit:
+                    return list(seen)
+        if len(seen) >= limit:
+            return list(seen)
+    return list(seen)

@@ -2,9 +2,8 @@
 
 Each string is normalised once per comparison list, and its bigram set is built only when
 containment did not already decide fuzzy equality (once per string and case), so list F1
-over a dozen items costs a few substring tests and set operations. The private helpers
-here are faster equivalents of `ragtrack.nlp.text`'s (`norm`, `fuzzy_equal_normed`,
-`evidence_keywords`); the tests prove them equal.
+over a dozen items costs a few substring tests and set operations. `_Fuzzy` is a faster
+equivalent of `ragtrack.nlp.text.fuzzy_equal_normed`; the tests prove them equal.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from ragtrack.core.types import CaseScore, ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
-from ragtrack.nlp.text import evidence_keywords
+from ragtrack.nlp.text import evidence_keywords, norm
 from ragtrack.scorers.base import (
     Batch,
     CaseColumns,
@@ -50,10 +48,6 @@ _LABEL_KEYS = ("target_audience", "main_topic", "sub_topic")  # subscores that a
 _FENCE = re.compile(r"\A```[A-Za-z0-9_\-]*(.*)```\Z", re.DOTALL)
 _SCORE, _SCHEMA_OK, _ERROR = f"{NAME}/score", f"{NAME}/schema_ok", f"{NAME}/error"
 _SUB_COLUMNS = tuple(f"{NAME}/{k}" for k in SUBSCORES)  # a case's columns: score, schema_ok, these, error
-_NFKC = unicodedata.normalize
-# SPEC §1.3 keyword pieces, as `ragtrack.nlp.text.terms` finds them: English tokens and runs of CJK
-# ideographs.
-_KEYWORD_PIECE = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*|[\u3400-\u4dbf\u4e00-\u9fff]+")
 
 
 class Params(ScorerParams):
@@ -138,17 +132,6 @@ def _json_type(v: Any, top: bool = True) -> str:
     )
 
 
-def _norm(s: str | None) -> str:
-    """`ragtrack.nlp.text.norm`, without a regex.
-
-    `str.split()` splits at exactly the code points that `\\s` matches (both are `str.isspace`), so
-    joining the pieces drops the same whitespace (the tests check every code point).
-    """
-    if not s:
-        return ""
-    return "".join(_NFKC("NFKC", s).split()).casefold()
-
-
 def _bigrams(x: str) -> set[Any]:
     """A stand-in for `bigrams_normed(x)`, with the same sizes of intersections and unions.
 
@@ -158,27 +141,6 @@ def _bigrams(x: str) -> set[Any]:
     if len(x) < 2:
         return {x} if x else set()
     return set(zip(x, x[1:], strict=False))  # neighbours: one pair fewer than characters
-
-
-def _keywords(text: str | None, limit: int) -> list[str]:
-    """`evidence_keywords(text, limit)`, reading the text only until `limit` distinct keywords are found."""
-    if limit <= 0:  # a slice `[:limit]` that is empty or counts from the end: the shared helper as it is
-        return evidence_keywords(text, limit)
-    seen: dict[str, None] = {}
-    for piece in _KEYWORD_PIECE.findall(_NFKC("NFKC", text or "").casefold()):
-        if piece[0].isascii():
-            if len(piece) >= 2 or piece.isdigit():
-                seen[piece] = None
-        elif len(piece) == 1:
-            seen[piece] = None
-        else:
-            for i in range(len(piece) - 1):
-                seen[piece[i : i + 2]] = None
-                if len(seen) >= limit:
-                    return list(seen)
-        if len(seen) >= limit:
-            return list(seen)
-    return list(seen)
 
 
 class _Fuzzy:
@@ -277,7 +239,7 @@ class EvalJsonV2Scorer(Scorer):
             exp = case.expected.answer_example
             fuzzy = _Fuzzy(p.jaccard_threshold, p.min_containment_chars)  # this case's bigram sets
             for i, key in enumerate(_LABEL_KEYS):
-                subs[i] = 1.0 if fuzzy.equal(_norm(getattr(exp, key)), _norm(got[key])) else 0.0
+                subs[i] = 1.0 if fuzzy.equal(norm(getattr(exp, key)), norm(got[key])) else 0.0
             descriptions = got["detailed_description"][: p.max_description_items]
             subs[3] = self._list_f1(fuzzy, exp.detailed_description, descriptions)
             subs[4] = self._evidence(exp.original_evidence, got["original_evidence"])
@@ -301,8 +263,8 @@ class EvalJsonV2Scorer(Scorer):
         """
         if not expected or not got:
             return 1.0 if not expected and not got else 0.0
-        e = [_norm(x) for x in expected]
-        g = [_norm(x) for x in got]
+        e = [norm(x) for x in expected]
+        g = [norm(x) for x in got]
         contained = fuzzy.contained
         adj = [[j for j, y in enumerate(g) if contained(x, y)] for x in e]
         m = _max_matching(adj, len(g))
@@ -320,10 +282,10 @@ class EvalJsonV2Scorer(Scorer):
 
     def _evidence(self, expected: str, got: str) -> float:
         p = self.p
-        keywords = _keywords(expected, p.max_keywords)
+        keywords = evidence_keywords(expected, p.max_keywords)
         stripped = got.strip()
         if keywords:
-            target = _norm(got)
+            target = norm(got)
             hit = sum(1 for k in keywords if k in target)
             kw_score = min(1.0, hit / min(p.keyword_hits_for_full, len(keywords)))
         else:
@@ -353,9 +315,9 @@ class EvalJsonV2Scorer(Scorer):
                 if file not in paths or not isinstance(anchors, list):
                     continue
                 if context_text is None:
-                    context_text = _norm("\n".join(c.text for c in contexts))
+                    context_text = norm("\n".join(c.text for c in contexts))
                 for a in anchors[: p.max_anchors_per_ref]:
-                    if isinstance(a, str) and (na := _norm(a)) and na in context_text:
+                    if isinstance(a, str) and (na := norm(a)) and na in context_text:
                         ok += 1
                         break
         return ok / total if total else 0.0

@@ -185,10 +185,14 @@ class OfflineJudge:
             )
             or coverage(tokens, all_tokens) >= self.sources_lexical_threshold
         )
-        if not matched:
+
+        def unsupported(reason: str) -> Verdict:
             return Verdict(
-                statement=st, supported=False, reason="no_match", score=0.5 * closeness, closeness=closeness
+                statement=st, supported=False, reason=reason, score=0.5 * closeness, closeness=closeness
             )
+
+        if not matched:
+            return unsupported("no_match")
         st_facts = facts(st)
         why = quantity_conflict(st_facts, facts(evidence), keys)
         why = f"quantity {why}" if why else conflict(st, evidence)
@@ -203,22 +207,10 @@ class OfflineJudge:
             )
         missing = missing_fact(st_facts, whole, keys)
         if missing is not None:
-            return Verdict(
-                statement=st,
-                supported=False,
-                reason=f"fact_mismatch: {missing}",
-                score=0.5 * closeness,
-                closeness=closeness,
-            )
+            return unsupported(f"fact_mismatch: {missing}")
         added = added_words(st, evidence, words(whole))
         if added:
-            return Verdict(
-                statement=st,
-                supported=False,
-                reason=f"adds: {', '.join(sorted(added))}",
-                score=0.5 * closeness,
-                closeness=closeness,
-            )
+            return unsupported(f"adds: {', '.join(sorted(added))}")
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:
