@@ -7,9 +7,10 @@ stated once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "AnswerExample",
@@ -215,12 +216,39 @@ class CaseScore(_Frozen):
 
 
 class ScorerOutput(_Frozen):
-    """A scorer's result for a batch: per-case columns, aggregates and a report."""
+    """A scorer's result for a batch: per-case columns, aggregates and a report.
+
+    The per-case values are kept by column: case `ids[i]`'s value of `<scorer>/<column>` is
+    `columns[<scorer>/<column>][i]`. A 100,000-case run holds a few lists per scorer, not a
+    dict per case.
+    """
 
     info: ComponentInfo
-    cases: list[CaseScore]
+    ids: list[str] = Field(default_factory=list)  # the cases scored, in case order
+    columns: dict[str, list[ScoreValue]] = Field(default_factory=dict)  # one value per id
     metrics: dict[str, float]
     report_md: str = ""
+
+    @model_validator(mode="after")
+    def _aligned(self) -> ScorerOutput:
+        short = [k for k, col in self.columns.items() if len(col) != len(self.ids)]
+        if short:
+            raise ValueError(f"columns {short} do not have one value per case id ({len(self.ids)})")
+        return self
+
+    def row(self, i: int) -> dict[str, ScoreValue]:
+        """The `i`-th scored case's columns."""
+        return {k: col[i] for k, col in self.columns.items()}
+
+    def rows(self) -> Iterator[tuple[str, dict[str, ScoreValue]]]:
+        """`(case id, its columns)` for every scored case, in case order, built one at a time."""
+        for i, case_id in enumerate(self.ids):
+            yield case_id, self.row(i)
+
+    @property
+    def cases(self) -> list[CaseScore]:
+        """Every scored case as one `CaseScore` (one object per case: for small batches and tests)."""
+        return [CaseScore(case_id=case_id, values=values) for case_id, values in self.rows()]
 
 
 # ---------------------------------------------------------------- gates

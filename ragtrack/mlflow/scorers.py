@@ -61,9 +61,9 @@ class RagtrackScorer(MlflowScorer):
         scorer = build_scorer(self.name, self.params)
         case = to_case(inputs, expectations)
         out = scorer.score(Batch(cases=[case], predictions=[to_prediction(case.id, outputs)]))
-        if not out.cases:
+        if not out.ids:
             return []
-        row = out.cases[0].values
+        row = out.row(0)
         notes = "; ".join(f"{k.split('/', 1)[-1]}: {v}" for k, v in row.items() if isinstance(v, str) and v)
         metadata = {"ragtrack.scorer_version": scorer.version}
         terms = scorer.case_terms({k: [v] for k, v in row.items()})

@@ -76,15 +76,12 @@ def case_traces(result: RunResult) -> list[CaseTrace]:
     by_case: dict[str, list[CaseAssessment]] = {c.id: [] for c in result.eval_set.cases}
     for out in result.outputs:
         name, source = out.info.name, f"{out.info.name}@{out.info.version}"
-        scored = {cs.case_id: cs.values for cs in out.cases}
-        columns = list(
-            dict.fromkeys(
-                k
-                for cs in out.cases
-                for k, v in cs.values.items()
-                if k.rpartition("/")[2] not in RATIONALE_COLUMNS and _assessable(v)
-            )
-        )
+        scored = dict(out.rows())
+        columns = [
+            k
+            for k, column in out.columns.items()
+            if k.rpartition("/")[2] not in RATIONALE_COLUMNS and any(map(_assessable, column))
+        ]
         for case in result.eval_set.cases:
             values = scored.get(case.id, {})
             reasons = [

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from ragtrack.core.errors import InputError
 from ragtrack.core.registry import Component, Params, Registry
 from ragtrack.core.types import (
+    ComponentInfo,
     EvalCase,
     EvalFormat,
     EvalSet,
@@ -34,6 +35,7 @@ __all__ = [
     "Batch",
     "CaseColumns",
     "CaseTerms",
+    "ScoreTable",
     "Scorer",
     "ScorerParams",
     "Section",
@@ -79,6 +81,49 @@ SECTION_FORMATS: dict[str, EvalFormat] = {"expected": "question_v2", "gold": "qa
 CaseColumns = Mapping[
     str, Sequence[ScoreValue]
 ]  # per-case columns by name, as in `cases.parquet` (one value per case)
+
+
+class ScoreTable:
+    """A scorer's per-case columns as it fills them, one case at a time (see `ScorerOutput`).
+
+    A key a case does not give is None in that case's row, as in `cases.parquet`.
+    """
+
+    __slots__ = ("ids", "columns")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.columns: dict[str, list[ScoreValue]] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, case_id: str, values: Mapping[str, ScoreValue]) -> None:
+        """Append one case's columns."""
+        n = len(self.ids)
+        for key, value in values.items():
+            column = self.columns.get(key)
+            if column is None:
+                column = self.columns[key] = [None] * n
+            column.append(value)
+        self.ids.append(case_id)
+        if len(values) != len(self.columns):
+            for column in self.columns.values():
+                if len(column) == n:
+                    column.append(None)
+
+    def column(self, key: str) -> list[ScoreValue]:
+        """Column `key`, one value per case (empty when no case gave it)."""
+        return self.columns.get(key, [])
+
+    def row(self, i: int) -> dict[str, ScoreValue]:
+        """The `i`-th case's columns."""
+        return {k: column[i] for k, column in self.columns.items()}
+
+    def output(self, info: ComponentInfo, metrics: dict[str, float], report_md: str) -> ScorerOutput:
+        return ScorerOutput(
+            info=info, ids=self.ids, columns=self.columns, metrics=metrics, report_md=report_md
+        )
 
 
 class CaseTerms(BaseModel):

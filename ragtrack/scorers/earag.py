@@ -35,10 +35,10 @@ from collections.abc import Callable, Sequence
 
 from pydantic import Field, field_validator
 
-from ragtrack.core.types import CaseScore, EvalCase, ScoreValue
+from ragtrack.core.types import EvalCase, ScoreValue
 from ragtrack.nlp.entities import Entity, extract, occurs
 from ragtrack.scorers import earag_llm
-from ragtrack.scorers.base import CaseColumns, CaseTerms, mean_terms, register_scorer
+from ragtrack.scorers.base import CaseColumns, CaseTerms, ScoreTable, mean_terms, register_scorer
 from ragtrack.scorers.judge import RagJudge
 from ragtrack.scorers.llm_judge import LlmJudge
 from ragtrack.scorers.rag import (
@@ -293,20 +293,18 @@ class EaragScorer(EmbeddingScorer):
             for k in _MEANS
         ]
 
-    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
-        out = aggregate_means(rows, NAME, _MEANS)
+    def aggregate(self, table: ScoreTable) -> dict[str, float]:
+        out = aggregate_means(table, NAME, _MEANS)
         out[f"{NAME}/n_hallucination_high"] = float(
-            sum("hallucination_high" in str(r.values[f"{NAME}/issues"]) for r in rows)
+            sum("hallucination_high" in str(x) for x in table.column(f"{NAME}/issues"))
         )
         return out
 
-    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
-        return report(rows, metrics, self.trust_note)
+    def report(self, table: ScoreTable, metrics: dict[str, float]) -> str:
+        return report(table, metrics, self.trust_note)
 
 
-def report(
-    rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20
-) -> str:
+def report(table: ScoreTable, metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20) -> str:
     """The scorer's section: each dimension's mean and how far it can be trusted (`trust(dimension)`),
     then diagnoses."""
     lines = [f"## {NAME}", "", "| dimension | mean | cases | reliability |", "|---|---|---|---|"]
@@ -316,7 +314,7 @@ def report(
             f"| {k} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | "
             f"{int(metrics[f'{NAME}/{k}_n'])} | {trust(k)} |"
         )
-    flagged = [r for r in rows if r.values[f"{NAME}/issues"]]
+    flagged = [i for i, x in enumerate(table.column(f"{NAME}/issues")) if x]
     if flagged:
         lines += [
             "",
@@ -325,7 +323,8 @@ def report(
             "| case | level | diagnosis |",
             "|---|---|---|",
         ]
-        for r in flagged[:limit]:
-            diag = str(r.values[f"{NAME}/diagnosis"]).replace("|", "\\|")
-            lines.append(f"| {r.case_id} | {r.values[f'{NAME}/level'] or 'n/a'} | {diag} |")
+        diagnosis, level = table.column(f"{NAME}/diagnosis"), table.column(f"{NAME}/level")
+        for i in flagged[:limit]:
+            diag = str(diagnosis[i]).replace("|", "\\|")
+            lines.append(f"| {table.ids[i]} | {level[i] or 'n/a'} | {diag} |")
     return "\n".join(lines) + "\n"

@@ -12,12 +12,11 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from operator import itemgetter
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from ragtrack.core.types import CaseScore, ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
+from ragtrack.core.types import ContextChunk, EvalCase, Prediction, ScorerOutput, ScoreValue
 from ragtrack.nlp.text import evidence_keywords, norm
 from ragtrack.scorers.base import (
     Batch,
@@ -25,6 +24,7 @@ from ragtrack.scorers.base import (
     CaseTerms,
     Scorer,
     ScorerParams,
+    ScoreTable,
     mean_or_nan,
     mean_terms,
     register_scorer,
@@ -209,14 +209,12 @@ class EvalJsonV2Scorer(Scorer):
     p: _Params
 
     def score(self, batch: Batch) -> ScorerOutput:
-        rows = [
-            CaseScore(case_id=case.id, values=self.score_case(case, pred))
-            for case, pred in zip(batch.cases, batch.predictions, strict=True)
-            if case.expected is not None
-        ]
-        metrics = self.aggregate(rows)
-        report = self._report(rows, metrics)
-        return ScorerOutput(info=self.info, cases=rows, metrics=metrics, report_md=report)
+        table = ScoreTable()
+        for case, pred in zip(batch.cases, batch.predictions, strict=True):
+            if case.expected is not None:
+                table.add(case.id, self.score_case(case, pred))
+        metrics = self.aggregate(table)
+        return table.output(self.info, metrics, self._report(table, metrics))
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
@@ -324,28 +322,26 @@ class EvalJsonV2Scorer(Scorer):
 
     # -------------------------------------------------------------- the batch
 
-    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
-        values = [r.values for r in rows]
-
+    def aggregate(self, table: ScoreTable) -> dict[str, float]:
         def mean(column: str) -> float:
-            return mean_or_nan(list(map(float, map(itemgetter(column), values))))
+            return mean_or_nan(list(map(float, table.column(column))))  # type: ignore[arg-type]
 
         metrics = {f"{NAME}/eval_score_avg": mean(_SCORE), f"{NAME}/schema_pass_rate": mean(_SCHEMA_OK)}
         metrics.update(
             {f"{NAME}/{k}": mean(column) for k, column in zip(SUBSCORES, _SUB_COLUMNS, strict=True)}
         )
-        metrics[f"{NAME}/n_cases"] = float(len(rows))
+        metrics[f"{NAME}/n_cases"] = float(len(table))
         return metrics
 
-    def report(self, rows: Sequence[CaseScore], worst: int = 10) -> str:
-        return self._report(rows, self.aggregate(rows), worst)
+    def report(self, table: ScoreTable, worst: int = 10) -> str:
+        return self._report(table, self.aggregate(table), worst)
 
-    def _report(self, rows: Sequence[CaseScore], m: dict[str, float], worst: int = 10) -> str:
-        """`report` with the batch's metrics (`aggregate(rows)`) already computed."""
+    def _report(self, table: ScoreTable, m: dict[str, float], worst: int = 10) -> str:
+        """`report` with the batch's metrics (`aggregate(table)`) already computed."""
         lines = [
             f"## {NAME}",
             "",
-            f"- Cases scored: **{len(rows)}**",
+            f"- Cases scored: **{len(table)}**",
             f"- Mean score: **{m[f'{NAME}/eval_score_avg']:.2f}** / 100",
             f"- Schema pass rate: **{100 * m[f'{NAME}/schema_pass_rate']:.1f}%**",
             "",
@@ -353,7 +349,8 @@ class EvalJsonV2Scorer(Scorer):
             "|---|---|",
             *(f"| {k} | {m[f'{NAME}/{k}']:.4f} |" for k in SUBSCORES),
         ]
-        ranked = sorted(rows, key=lambda r: (r.values[f"{NAME}/score"], r.case_id))[:worst]
+        scores, ids = table.column(_SCORE), table.ids
+        ranked = sorted(range(len(ids)), key=lambda i: (scores[i], ids[i]))[:worst]
         if ranked:
             lines += [
                 "",
@@ -365,11 +362,11 @@ class EvalJsonV2Scorer(Scorer):
                 "| id | score | schema_ok | reason |",
                 "|---|---|---|---|",
             ]
-            for r in ranked:
-                v = r.values
+            for i in ranked:
+                v = table.row(i)
                 reason = self._reason(v).replace("|", "\\|")[:200]
                 lines.append(
-                    f"| {r.case_id} | {v[f'{NAME}/score']:.2f} | "
+                    f"| {ids[i]} | {v[f'{NAME}/score']:.2f} | "
                     f"{str(v[f'{NAME}/schema_ok']).lower()} | {reason} |"
                 )
         return "\n".join(lines) + "\n"

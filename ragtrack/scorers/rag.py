@@ -33,7 +33,7 @@ from ragtrack.clients.embeddings import DEFAULT_MODEL
 from ragtrack.core.cachedir import cache_root
 from ragtrack.core.errors import InputError
 from ragtrack.core.registry import code_sha256, reaching
-from ragtrack.core.types import CaseScore, ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
+from ragtrack.core.types import ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 from ragtrack.inputs.prompts import Prompt
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.text import norm
@@ -44,6 +44,7 @@ from ragtrack.scorers.base import (
     CaseTerms,
     Scorer,
     ScorerParams,
+    ScoreTable,
     mean_or_nan,
     mean_terms,
     register_scorer,
@@ -408,8 +409,11 @@ class EmbeddingScorer(Scorer):
             if c.reference is not None
         ]
 
-        def evaluate() -> list[CaseScore]:
-            return [CaseScore(case_id=c.id, values=self.case_values(c, inp, judge)) for c, inp in cases]
+        def evaluate() -> ScoreTable:
+            table = ScoreTable()
+            for c, inp in cases:
+                table.add(c.id, self.case_values(c, inp, judge))
+            return table
 
         if isinstance(judge, LlmJudge):
             judge.prefetch(evaluate)
@@ -417,14 +421,14 @@ class EmbeddingScorer(Scorer):
             judge.prepare(set().union(*(self.texts_of(inp, judge) for _, inp in cases)))
             if isinstance(judge, NliJudge):
                 judge.prefetch(evaluate)
-        rows = evaluate()
-        metrics = self.aggregate(rows)
-        report = self.report(rows, metrics)
+        table = evaluate()
+        metrics = self.aggregate(table)
+        report = self.report(table, metrics)
         if isinstance(judge, LlmJudge):
             metrics.update(judge.batch.metrics(self.name, self.LLM_FAILURE))
             report += llm_report(judge.batch, metrics, self.name, self.LLM_FAILURE)
             judge.batch.check()
-        return ScorerOutput(info=self.scored_info(), cases=rows, metrics=metrics, report_md=report)
+        return table.output(self.scored_info(), metrics, report)
 
     @abstractmethod
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:
@@ -435,11 +439,11 @@ class EmbeddingScorer(Scorer):
         """One case's columns, named `<scorer>/<column>`."""
 
     @abstractmethod
-    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
+    def aggregate(self, table: ScoreTable) -> dict[str, float]:
         """The batch's metrics."""
 
     @abstractmethod
-    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
+    def report(self, table: ScoreTable, metrics: dict[str, float]) -> str:
         """The scorer's Markdown section."""
 
 
@@ -466,11 +470,11 @@ class RagScorer(EmbeddingScorer):
         """Every metric is a mean over the cases that have it (NaN cases count in neither sum)."""
         return [mean_terms(f"{NAME}/{m}", columns[f"{NAME}/{m}"]) for m in METRICS]
 
-    def aggregate(self, rows: Sequence[CaseScore]) -> dict[str, float]:
-        return aggregate_means(rows, NAME, METRICS)
+    def aggregate(self, table: ScoreTable) -> dict[str, float]:
+        return aggregate_means(table, NAME, METRICS)
 
-    def report(self, rows: Sequence[CaseScore], metrics: dict[str, float]) -> str:
-        return report(rows, metrics, self.trust_note)
+    def report(self, table: ScoreTable, metrics: dict[str, float]) -> str:
+        return report(table, metrics, self.trust_note)
 
     def case_values(self, case: EvalCase, inp: RagInputs, judge: RagJudge) -> dict[str, ScoreValue]:
         return columns(self.metrics_of(inp, judge))
@@ -518,21 +522,17 @@ def columns(m: dict[str, Metric]) -> dict[str, ScoreValue]:
     return values
 
 
-def aggregate_means(rows: Sequence[CaseScore], name: str, columns: Sequence[str]) -> dict[str, float]:
+def aggregate_means(table: ScoreTable, name: str, columns: Sequence[str]) -> dict[str, float]:
     """`<name>/<column>`: the mean over the cases that have it (not NaN); `<name>/<column>_n`: how many do."""
-    out: dict[str, float] = {f"{name}/n_cases": float(len(rows))}
+    out: dict[str, float] = {f"{name}/n_cases": float(len(table))}
     for col in columns:
-        vals = [
-            float(v) for r in rows if isinstance(v := r.values[f"{name}/{col}"], float) and not math.isnan(v)
-        ]
+        vals = [float(v) for v in table.column(f"{name}/{col}") if isinstance(v, float) and not math.isnan(v)]
         out[f"{name}/{col}"] = mean_or_nan(vals)
         out[f"{name}/{col}_n"] = float(len(vals))
     return out
 
 
-def report(
-    rows: Sequence[CaseScore], metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20
-) -> str:
+def report(table: ScoreTable, metrics: dict[str, float], trust: Callable[[str], str], limit: int = 20) -> str:
     """The scorer's section: each metric's mean and how far it can be trusted (`trust(metric)`), then the
     unsupported statements."""
     lines = [f"## {NAME}", "", "| metric | mean | cases | reliability |", "|---|---|---|---|"]
@@ -542,7 +542,11 @@ def report(
             f"| {m} | {'n/a' if math.isnan(mean) else f'{mean:.4f}'} | "
             f"{int(metrics[f'{NAME}/{m}_n'])} | {trust(m)} |"
         )
-    unsupported = [(r.case_id, v) for r in rows for v in json.loads(str(r.values[f"{NAME}/unsupported"]))]
+    unsupported = [
+        (case_id, v)
+        for case_id, found in zip(table.ids, table.column(f"{NAME}/unsupported"), strict=True)
+        for v in json.loads(str(found))
+    ]
     if unsupported:
         lines += [
             "",

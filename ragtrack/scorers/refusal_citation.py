@@ -23,9 +23,17 @@ from collections.abc import Sequence
 
 from pydantic import field_validator
 
-from ragtrack.core.types import CaseScore, Gold, Prediction, ScorerOutput, ScoreValue
+from ragtrack.core.types import Gold, Prediction, ScorerOutput, ScoreValue
 from ragtrack.nlp.text import cjk_runs, norm
-from ragtrack.scorers.base import Batch, CaseColumns, CaseTerms, Scorer, ScorerParams, register_scorer
+from ragtrack.scorers.base import (
+    Batch,
+    CaseColumns,
+    CaseTerms,
+    Scorer,
+    ScorerParams,
+    ScoreTable,
+    register_scorer,
+)
 
 __all__ = [
     "CJK_WINDOW",
@@ -180,8 +188,8 @@ class RefusalCitationScorer(Scorer):
         if not any(c.gold is not None for c in batch.cases):
             # Not applicable (no qaset gold in this eval set): no rates, so gates on them are skipped.
             note = f"## {NAME}\n\nNot applicable: no case of this eval set carries qaset gold.\n"
-            return ScorerOutput(info=self.info, cases=[], metrics={f"{NAME}/n_scored": 0.0}, report_md=note)
-        rows: list[CaseScore] = []
+            return ScorerOutput(info=self.info, metrics={f"{NAME}/n_scored": 0.0}, report_md=note)
+        table = ScoreTable()
         answerable: list[bool] = []
         extra_unmatched = 0
         for case, pred in zip(batch.cases, batch.predictions, strict=True):
@@ -189,12 +197,12 @@ class RefusalCitationScorer(Scorer):
                 if not pred.missing:
                     extra_unmatched += 1
                 continue
-            rows.append(CaseScore(case_id=case.id, values=self.score_case(case.gold, pred)))
+            table.add(case.id, self.score_case(case.gold, pred))
             answerable.append(case.gold.answerable)
         metrics = self.aggregate(
-            rows, answerable, batch.n_unmatched + extra_unmatched, batch.duplicates_dropped
+            table, answerable, batch.n_unmatched + extra_unmatched, batch.duplicates_dropped
         )
-        return ScorerOutput(info=self.info, cases=rows, metrics=metrics, report_md=self.report(rows, metrics))
+        return table.output(self.info, metrics, self.report(table, metrics))
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:
@@ -260,38 +268,39 @@ class RefusalCitationScorer(Scorer):
         }
 
     def aggregate(
-        self, rows: Sequence[CaseScore], answerable: Sequence[bool], n_unmatched: int, duplicates_dropped: int
+        self, table: ScoreTable, answerable: Sequence[bool], n_unmatched: int, duplicates_dropped: int
     ) -> dict[str, float]:
-        def v(r: CaseScore, key: str) -> bool:
-            return bool(r.values[f"{NAME}/{key}"])
+        f = {
+            key: [bool(x) for x in table.column(f"{NAME}/{key}")]
+            for key in ("answered", "refusal", "hit", "contain", "contain_cjk", "has_citations", "missing")
+        }
+        refusal, hit = f["refusal"], f["hit"]
+        pos = [i for i, a in enumerate(answerable) if a]
+        neg = [i for i, a in enumerate(answerable) if not a]
+        answered = [i for i, x in enumerate(f["answered"]) if x]
 
-        pos = [r for r, a in zip(rows, answerable, strict=True) if a]
-        neg = [r for r, a in zip(rows, answerable, strict=True) if not a]
-        answered = [(r, a) for r, a in zip(rows, answerable, strict=True) if v(r, "answered")]
+        def answered_and(key: str) -> float:
+            """Share of the answerable cases answered (not refused) with flag `key`."""
+            return _rate(sum(1 for i in pos if not refusal[i] and f[key][i]), len(pos))
+
         return {
             # The reference counts rows with a truthy qid; ids are strings, so: non-empty.
-            f"{NAME}/n_scored": float(sum(1 for r in rows if r.case_id)),
-            f"{NAME}/precision": _rate(sum(1 for r, a in answered if a and v(r, "hit")), len(answered)),
-            f"{NAME}/over_refusal": _rate(sum(1 for r in pos if v(r, "refusal")), len(pos)),
-            f"{NAME}/under_refusal": _rate(sum(1 for r in neg if not v(r, "refusal")), len(neg)),
-            f"{NAME}/citation_hit_rate": _rate(
-                sum(1 for r in pos if not v(r, "refusal") and v(r, "hit")), len(pos)
-            ),
-            f"{NAME}/claim_containment": _rate(
-                sum(1 for r in pos if not v(r, "refusal") and v(r, "contain")), len(pos)
-            ),
-            f"{NAME}/claim_containment_cjk": _rate(
-                sum(1 for r in pos if not v(r, "refusal") and v(r, "contain_cjk")), len(pos)
-            ),
+            f"{NAME}/n_scored": float(sum(1 for case_id in table.ids if case_id)),
+            f"{NAME}/precision": _rate(sum(1 for i in answered if answerable[i] and hit[i]), len(answered)),
+            f"{NAME}/over_refusal": _rate(sum(1 for i in pos if refusal[i]), len(pos)),
+            f"{NAME}/under_refusal": _rate(sum(1 for i in neg if not refusal[i]), len(neg)),
+            f"{NAME}/citation_hit_rate": answered_and("hit"),
+            f"{NAME}/claim_containment": answered_and("contain"),
+            f"{NAME}/claim_containment_cjk": answered_and("contain_cjk"),
             f"{NAME}/compliance": _rate(
-                sum(1 for r in rows if v(r, "has_citations") or v(r, "refusal")), len(rows)
+                sum(1 for c, r in zip(f["has_citations"], refusal, strict=True) if c or r), len(table)
             ),
-            f"{NAME}/n_missing": float(sum(1 for r in rows if v(r, "missing"))),
+            f"{NAME}/n_missing": float(sum(f["missing"])),
             f"{NAME}/n_unmatched": float(n_unmatched),
             f"{NAME}/duplicates_dropped": float(duplicates_dropped),
         }
 
-    def report(self, rows: Sequence[CaseScore], m: dict[str, float]) -> str:
+    def report(self, table: ScoreTable, m: dict[str, float]) -> str:
         """The reference's Markdown report as a section, plus compliance and the counts."""
 
         def b(x: object) -> str:
@@ -324,10 +333,10 @@ class RefusalCitationScorer(Scorer):
             "| qid | answered | hit | refusal | label |",
             "|-----|----------|-----|---------|-------|",
         ]
-        for r in rows:
-            v = r.values
-            lines.append(
-                f"| {r.case_id} | {b(v[f'{NAME}/answered'])} | {b(v[f'{NAME}/hit'])} | "
-                f"{b(v[f'{NAME}/refusal'])} | **{v[f'{NAME}/label']}** |"
-            )
+        for case_id, answered, hit, refusal, label in zip(
+            table.ids,
+            *(table.column(f"{NAME}/{k}") for k in ("answered", "hit", "refusal", "label")),
+            strict=True,
+        ):
+            lines.append(f"| {case_id} | {b(answered)} | {b(hit)} | {b(refusal)} | **{label}** |")
         return "\n".join(lines) + "\n"

@@ -37,9 +37,9 @@ from ragtrack.clients.gencache import open_cache
 from ragtrack.clients.llm import LLMClient, LLMSettings, Message
 from ragtrack.core.errors import InputError
 from ragtrack.core.registry import reaching
-from ragtrack.core.types import CaseScore, ComponentInfo, ScorerOutput, ScoreValue
+from ragtrack.core.types import ComponentInfo, ScorerOutput, ScoreValue
 from ragtrack.inputs.prompts import defuse, fill, format_context, load_prompt
-from ragtrack.scorers.base import Batch, Scorer, mean_or_nan, register_scorer
+from ragtrack.scorers.base import Batch, Scorer, ScoreTable, mean_or_nan, register_scorer
 
 __all__ = ["DEFAULT_PROMPT", "JudgeParseError", "RubricJudgeScorer", "Verdict", "as_data", "parse_verdict"]
 
@@ -220,26 +220,24 @@ class RubricJudgeScorer(Scorer):
             replies, stats = client.complete_all(conversations, cache=cache, desc=f"judge {self.p.model}")
         finally:
             cache.close()
-        rows = [
-            self.score_reply(c.id, r.text, bool(p.contexts))
-            for c, p, r in zip(batch.cases, batch.predictions, replies, strict=True)
-        ]
-        metrics = self.aggregate(rows)
+        table = ScoreTable()
+        for c, p, r in zip(batch.cases, batch.predictions, replies, strict=True):
+            table.add(c.id, self.score_reply(r.text, bool(p.contexts)))
+        metrics = self.aggregate(table)
         metrics.update(stats.metrics(NAME))
-        rate, n = metrics[f"{NAME}/parse_failure_rate"], len(rows)
+        rate, n = metrics[f"{NAME}/parse_failure_rate"], len(table)
         if n and rate > self.p.max_parse_failure_rate:
-            failed = [r.case_id for r in rows if r.values[f"{NAME}/judge_parse_failed"]]
+            failed = [table.ids[i] for i in self._failed(table)]
             raise JudgeParseError(
                 f"{NAME}: {len(failed)} of {n} judge replies ({rate:.0%}) could not be parsed, above "
                 f"max_parse_failure_rate {self.p.max_parse_failure_rate:g} (judge {self.p.model!r} at "
                 f"{client.endpoint}; "
                 f"cases {', '.join(failed[:10])}{' …' if len(failed) > 10 else ''})"
             )
-        return ScorerOutput(
-            info=self.info, cases=rows, metrics=metrics, report_md=self.report(rows, metrics, client.endpoint)
-        )
+        return table.output(self.info, metrics, self.report(table, metrics, client.endpoint))
 
-    def score_reply(self, case_id: str, reply: str, has_documents: bool) -> CaseScore:
+    def score_reply(self, reply: str, has_documents: bool) -> dict[str, ScoreValue]:
+        """One case's columns from the judge's reply."""
         verdict, how, problem = parse_verdict(reply)
         if verdict is None:
             low = self.p.failure_score
@@ -258,21 +256,26 @@ class RubricJudgeScorer(Scorer):
             f"{NAME}/suggestion": verdict.suggestion,
             f"{NAME}/analysis": verdict.analysis,
         }
-        return CaseScore(case_id=case_id, values=values)
+        return values
 
-    def aggregate(self, rows: list[CaseScore]) -> dict[str, float]:
+    def aggregate(self, table: ScoreTable) -> dict[str, float]:
         def column(key: str) -> list[float]:
-            return [float(r.values[f"{NAME}/{key}"]) for r in rows]  # type: ignore[arg-type]
+            return [float(x) for x in table.column(f"{NAME}/{key}")]  # type: ignore[arg-type]
 
         metrics = {f"{NAME}/{k}": mean_or_nan(column(k)) for k in (*WEIGHTS, "weighted_score")}
         metrics[f"{NAME}/pass_rate"] = mean_or_nan(column("is_passing"))
         metrics[f"{NAME}/parse_failure_rate"] = mean_or_nan(column("judge_parse_failed"))
         metrics[f"{NAME}/n_parse_failed"] = math.fsum(column("judge_parse_failed"))
-        metrics[f"{NAME}/n_judged"] = float(len(rows))
+        metrics[f"{NAME}/n_judged"] = float(len(table))
         return metrics
 
-    def report(self, rows: list[CaseScore], metrics: dict[str, float], endpoint: str) -> str:
-        failed = [r for r in rows if r.values[f"{NAME}/judge_parse_failed"]]
+    @staticmethod
+    def _failed(table: ScoreTable) -> list[int]:
+        """The positions of the cases whose judge reply could not be parsed."""
+        return [i for i, x in enumerate(table.column(f"{NAME}/judge_parse_failed")) if x]
+
+    def report(self, table: ScoreTable, metrics: dict[str, float], endpoint: str) -> str:
+        failed = self._failed(table)
         lines = [
             f"## {NAME}",
             "",
@@ -283,6 +286,7 @@ class RubricJudgeScorer(Scorer):
             f"{len(failed)} unparsable judge repl{'y' if len(failed) == 1 else 'ies'} "
             f"(scored {self.p.failure_score:g}).",
         ]
-        for r in failed[:20]:
-            lines.append(f"- `{r.case_id}`: {r.values[f'{NAME}/parse_error']}")
+        errors = table.column(f"{NAME}/parse_error")
+        for i in failed[:20]:
+            lines.append(f"- `{table.ids[i]}`: {errors[i]}")
         return "\n".join(lines) + "\n"

@@ -43,7 +43,7 @@ from ragtrack.inputs.config import RunConfig
 from ragtrack.run.case_traces import case_traces
 from ragtrack.run.jobkey import JOB_KEY_TAG
 from ragtrack.run.report import render_report, render_scorer_report
-from ragtrack.run.results import cases_frame
+from ragtrack.run.results import case_columns, head_frame, write_parquet
 from ragtrack.tracking.eval_datasets import EVAL_DATASET_TAG, ensure_eval_dataset
 from ragtrack.tracking.prompt_registry import link_prompt
 from ragtrack.tracking.reaper import HOST_TAG, process_tags
@@ -491,8 +491,8 @@ class MlflowSink:
                 update={"tracking": record, "config_sha256": self.config_sha256}
             )
             result = result.model_copy(update={"manifest": manifest})
-            frame = cases_frame(result)
-            frame.to_parquet(tmp / "cases.parquet", index=False)
+            columns = case_columns(result.eval_set.cases, result.generation.predictions, result.outputs)
+            write_parquet(columns, tmp / "cases.parquet")
             report = render_report(result).rstrip("\n") + f"\n\n## Per-case traces\n\n{traces_note}\n"
             (tmp / "report.md").write_text(redact_text(self._shown(report)), encoding="utf-8")
             reports = tmp / "reports"
@@ -513,9 +513,10 @@ class MlflowSink:
                 ),
                 encoding="utf-8",
             )
-            table = frame.head(UI_TABLE_ROWS)  # the UI's table; every case is in cases.parquet
+            table = head_frame(columns, UI_TABLE_ROWS)  # the UI's table; every case is in cases.parquet
+            del columns
             self._require_space(
-                run_id, tree_bytes(tmp) + len(table) * TABLE_BYTES_PER_CASE, traced * len(frame)
+                run_id, tree_bytes(tmp) + len(table) * TABLE_BYTES_PER_CASE, traced * result.manifest.n_cases
             )
             self.client.log_artifacts(run_id, str(tmp))
             self.client.log_table(run_id, data=table, artifact_file="cases_table.json")
