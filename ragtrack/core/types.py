@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ragtrack.core.spool import Spool
+
 __all__ = [
     "AnswerExample",
     "CaseScore",
@@ -131,7 +133,7 @@ class EvalSet(_Frozen):
 
     name: str
     files: list[EvalFile]
-    cases: list[EvalCase]
+    cases: Spool[EvalCase] | list[EvalCase]  # spooled when loaded from files
     subset: SubsetInfo | None = None
 
     @property
@@ -172,7 +174,7 @@ class Generation(_Frozen):
     `warnings` are problems worth telling the user that do not stop the run.
     """
 
-    predictions: list[Prediction]
+    predictions: Spool[Prediction] | list[Prediction]  # spooled when matched from a file
     n_missing: int = 0
     missing_ids: list[str] = Field(default_factory=list)
     n_unmatched: int = 0
@@ -366,7 +368,7 @@ class RunResult(_Frozen):
 
     manifest: RunManifest
     eval_set: EvalSet
-    all_cases: list[EvalCase]  # the full eval set's cases (a dev stage scores a subset of them)
+    all_cases: Spool[EvalCase] | list[EvalCase]  # the full eval set's cases (a dev stage scores a subset)
     generation: Generation
     outputs: list[ScorerOutput]
     metrics: dict[str, float]

@@ -11,8 +11,9 @@ import gzip
 import io
 import json
 import random
+import sys
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragtrack.core.errors import InputError
 from ragtrack.core.hashing import sha1_bytes
+from ragtrack.core.spool import Spool
 from ragtrack.core.types import (
     EvalCase,
     EvalFile,
@@ -82,11 +84,13 @@ _MODELS: dict[str, type[_Item]] = {"question_v2": _QuestionV2Item, "qaset": _Qas
 
 @dataclass(frozen=True)
 class LoadedFile:
-    """A validated file: its identity, its raw items (for subsets) and its cases."""
+    """A validated file: its identity, its raw items and their case ids (for subsets), and its cases (a
+    spool: see `ragtrack.core.spool`; empty when `load_eval_set` took them as they were validated)."""
 
     file: EvalFile
     items: list[dict[str, Any]]
-    cases: list[EvalCase]
+    ids: list[str]
+    cases: Sequence[EvalCase]
     jsonl: bool
 
 
@@ -155,8 +159,14 @@ def _field_of(err: Mapping[str, Any]) -> str:
     return out or "(item)"
 
 
-def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFile:
-    """Load and validate one eval-set file (format detected from the keys unless given)."""
+def load_eval_file(
+    path: str | Path, fmt: EvalFormat | None = None, *, add: Callable[[EvalCase], None] | None = None
+) -> LoadedFile:
+    """Load and validate one eval-set file (format detected from the keys unless given).
+
+    Each case goes to `add` as it is validated when given (then `cases` is empty), else into the
+    returned file's `cases`.
+    """
     path = Path(path)
     data, raw, places = _read_items(path)
     jsonl = inner(path).suffix == ".jsonl"
@@ -176,7 +186,8 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
                 where=where(0),
             )
     model = _MODELS[fmt]
-    cases: list[EvalCase] = []
+    cases: Spool[EvalCase] = Spool()
+    add = add or cases.append
     seen: dict[str, int] = {}
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
@@ -212,11 +223,11 @@ def load_eval_file(path: str | Path, fmt: EvalFormat | None = None) -> LoadedFil
                 field="qid" if fmt == "qaset" else "id",
             )
         seen[case.id] = i
-        cases.append(case)
+        add(case)
     file = EvalFile(
         path=str(path), stem=inner(path).stem, format=fmt, sha1=sha1_bytes(data), n_items=len(raw)
     )
-    return LoadedFile(file=file, items=raw, cases=cases, jsonl=jsonl)
+    return LoadedFile(file=file, items=raw, ids=list(seen), cases=cases.seal(), jsonl=jsonl)
 
 
 def id_problem(case_id: str) -> str | None:
@@ -263,55 +274,82 @@ def _to_case(item: _Item, index: int) -> EvalCase:
     return EvalCase(id=str(item.id), question=item.question, reference=ref)
 
 
-def _merge(files: list[LoadedFile]) -> list[EvalCase]:
-    """Union of the files' cases by id, in order of first appearance."""
-    merged: dict[str, EvalCase] = {}
-    origin: dict[str, str] = {}
-    for lf in files:
-        for case in lf.cases:
-            prev = merged.get(case.id)
-            if prev is None:
-                merged[case.id], origin[case.id] = case, lf.file.path
-                continue
-            if prev.question != case.question:
+_SECTIONS = ("expected", "gold", "reference")
+
+
+def _merged_case(position: int, parts: list[EvalCase]) -> EvalCase:
+    """A case given by several files: the first file's, with each later file's sections added."""
+    case = parts[0]
+    for later in parts[1:]:
+        case = case.model_copy(
+            update={k: getattr(later, k) for k in _SECTIONS if getattr(later, k) is not None}
+        )
+    return case
+
+
+class _Merger:
+    """Cases of several files merged by id, in order of first appearance, spooled as they come."""
+
+    def __init__(self, spool: bool = True) -> None:
+        self.cases: Spool[EvalCase] = Spool(resolve=_merged_case, in_memory=None if spool else sys.maxsize)
+        # id -> (position, first file, question, sections given so far)
+        self.seen: dict[str, tuple[int, str, str, frozenset[str]]] = {}
+        self.file = ""  # the file being read
+
+    def add(self, case: EvalCase) -> None:
+        sections = frozenset(k for k in _SECTIONS if getattr(case, k) is not None)
+        seen = self.seen.get(case.id)
+        if seen is None:
+            self.seen[case.id] = (len(self.seen), self.file, case.question, sections)
+        else:
+            position, origin, question, given = seen
+            if question != case.question:
                 raise InputError(
-                    lf.file.path,
-                    f"question differs from {origin[case.id]} for the same id",
+                    self.file,
+                    f"question differs from {origin} for the same id",
                     where=f"id {case.id!r}",
                     field="question",
                 )
-            updates = {
-                k: getattr(case, k) for k in ("expected", "gold", "reference") if getattr(case, k) is not None
-            }
-            clash = [k for k in updates if getattr(prev, k) is not None]
+            clash = [k for k in _SECTIONS if k in sections and k in given]
             if clash:
                 raise InputError(
-                    lf.file.path, f"also given by {origin[case.id]}", where=f"id {case.id!r}", field=clash[0]
+                    self.file, f"also given by {origin}", where=f"id {case.id!r}", field=clash[0]
                 )
-            merged[case.id] = prev.model_copy(update=updates)
-    return list(merged.values())
+            self.seen[case.id] = (position, origin, question, given | sections)
+        self.cases.put(self.seen[case.id][0], case)
 
 
 def load_eval_set(
-    paths: list[str | Path], name: str | None = None, formats: list[EvalFormat | None] | None = None
+    paths: list[str | Path],
+    name: str | None = None,
+    formats: list[EvalFormat | None] | None = None,
+    *,
+    spool: bool = True,
 ) -> tuple[EvalSet, list[LoadedFile]]:
-    """Load one or more files into one `EvalSet` (merged by id)."""
+    """Load one or more files into one `EvalSet` (merged by id); a large one spooled to disk unless `spool`
+    is False (see `ragtrack.core.spool`)."""
     if not paths:
         raise InputError("eval_set.files", "no eval-set file given")
     formats = formats or [None] * len(paths)
-    loaded = [load_eval_file(p, f) for p, f in zip(paths, formats, strict=True)]
+    merger = _Merger(spool)
+    loaded = []
+    for path, fmt in zip(paths, formats, strict=True):
+        merger.file = str(path)
+        loaded.append(load_eval_file(path, fmt, add=merger.add))
     name = name or loaded[0].file.stem
-    es = EvalSet(name=name, files=[lf.file for lf in loaded], cases=_merge(loaded))
+    cases = merger.cases.seal(len(merger.seen))
+    cases.memo = [(case_id, question) for case_id, (_, _, question, _) in merger.seen.items()]
+    es = EvalSet(name=name, files=[lf.file for lf in loaded], cases=cases)
     return es, loaded
 
 
 def _subset_bytes(lf: LoadedFile, ids: set[str]) -> bytes:
     """The file's items whose case id is in `ids`, in file order, with missing ids made explicit."""
     chosen = []
-    for item, case in zip(lf.items, lf.cases, strict=True):
-        if case.id in ids:
+    for item, case_id in zip(lf.items, lf.ids, strict=True):
+        if case_id in ids:
             if lf.file.format == "question_v2" and item.get("id") is None:
-                item = {"id": case.id, **{k: v for k, v in item.items() if k != "id"}}
+                item = {"id": case_id, **{k: v for k, v in item.items() if k != "id"}}
             chosen.append(item)
     if lf.jsonl:
         return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in chosen).encode("utf-8")
@@ -330,7 +368,7 @@ def _draw(case_ids: list[str], n: int, seed: int, what: str, field: str) -> list
 def make_subset(src: str | Path, n: int, seed: int) -> tuple[bytes, SubsetInfo]:
     """A reproducible subset of one file: the bytes to write and how they were drawn."""
     lf = load_eval_file(src)
-    ids = _draw([c.id for c in lf.cases], n, seed, str(src), "--n")
+    ids = _draw(lf.ids, n, seed, str(src), "--n")
     info = SubsetInfo(parent_version=lf.file.version, seed=seed, n=n, ids=ids)
     return _subset_bytes(lf, set(ids)), info
 
@@ -352,7 +390,7 @@ def subset_eval_set(es: EvalSet, loaded: list[LoadedFile], n: int, seed: int) ->
                 stem=f"{lf.file.stem}_dev{n}",
                 format=lf.file.format,
                 sha1=sha1_bytes(data),
-                n_items=sum(1 for c in lf.cases if c.id in keep),
+                n_items=sum(1 for case_id in lf.ids if case_id in keep),
                 data=data,
             )
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import sys
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.core.errors import InputError
+from ragtrack.core.spool import Spool
 from ragtrack.core.types import ContextChunk, EvalCase, Generation, Prediction
 from ragtrack.inputs.jsonl import iter_jsonl
 
@@ -144,16 +146,24 @@ def _contexts(obj: dict[str, Any], file: str, where: str) -> list[ContextChunk]:
     return chunks
 
 
+def case_keys(cases: Sequence[EvalCase]) -> list[tuple[str, str]]:
+    """Each case's `(id, question)`: from the spool's memo when its loader kept them, else read."""
+    memo = cases.memo if isinstance(cases, Spool) else None
+    return list(memo) if memo is not None else [(c.id, c.question) for c in cases]
+
+
 class _CaseIndex:
-    """Finds a prediction's case: by id when it has one, else by exact question text."""
+    """Finds a prediction's case, as a position in the cases: by id when it has one, else by exact question
+    text."""
 
     def __init__(self, cases: Sequence[EvalCase]) -> None:
-        self.by_id = {c.id: c for c in cases}
-        self.by_question: dict[str, EvalCase] = {}
-        for c in cases:
-            self.by_question[c.question] = c  # the last case with a text wins, as in the seed's scorer
+        keys = case_keys(cases)
+        self.ids = [case_id for case_id, _ in keys]
+        self.by_id = {case_id: i for i, case_id in enumerate(self.ids)}
+        # the last case with a text wins, as in the seed's scorer
+        self.by_question = {question: i for i, (_, question) in enumerate(keys)}
 
-    def find(self, r: PredictionRecord) -> EvalCase | None:
+    def find(self, r: PredictionRecord) -> int | None:
         if r.key_id is not None:
             return self.by_id.get(r.key_id)
         return self.by_question.get(r.key_question or "")
@@ -193,7 +203,11 @@ def _records(path: Path, hasher: Any) -> Iterator[tuple[bytes, PredictionRecord]
 
 
 def match_predictions(
-    records: Iterable[PredictionRecord], cases: Sequence[EvalCase], *, keep: Collection[str] | None = None
+    records: Iterable[PredictionRecord],
+    cases: Sequence[EvalCase],
+    *,
+    keep: Collection[str] | None = None,
+    spool: bool = True,
 ) -> Generation:
     """Match validated predictions against `cases`: one prediction per case, in case order.
 
@@ -202,26 +216,36 @@ def match_predictions(
     unmatched.
     """
     index = _CaseIndex(cases)
-    scored = [c for c in cases if keep is None or c.id in keep]
-    found: dict[str, Prediction] = {}
+    ids = index.ids
+    # each case's position among the scored cases (None: outside `keep`)
+    slot: list[int | None] = list(range(len(ids))) if keep is None else [None] * len(ids)
+    scored = ids if keep is None else [case_id for case_id in ids if case_id in keep]
+    if keep is not None:
+        for k, j in enumerate(j for j, case_id in enumerate(ids) if case_id in keep):
+            slot[j] = k
+
+    def resolve(position: int, found: list[Prediction]) -> Prediction:
+        return found[-1] if found else Prediction(case_id=scored[position], missing=True)
+
+    predictions: Spool[Prediction] = Spool(resolve=resolve, in_memory=None if spool else sys.maxsize)
+    seen = bytearray(len(scored))
     unmatched_keys: list[str] = []
     n_unmatched = n_outside = duplicates = 0
     for r in records:
-        case = index.find(r)
-        if case is None:
+        i = index.find(r)
+        if i is None:
             n_unmatched += 1
             if len(unmatched_keys) < UNMATCHED_KEYS_LIMIT:
                 unmatched_keys.append(_unmatched_key(r))
-        elif keep is not None and case.id not in keep:
+        elif (n := slot[i]) is None:
             n_outside += 1
         else:
-            if case.id in found:
-                duplicates += 1
-            found[case.id] = _for_case(r.prediction, case.id)
-    predictions = [found.get(c.id) or Prediction(case_id=c.id, missing=True) for c in scored]
-    missing_ids = [p.case_id for p in predictions if p.missing]
+            duplicates += seen[n]
+            seen[n] = 1
+            predictions.put(n, _for_case(r.prediction, ids[i]))
+    missing_ids = [case_id for case_id, found in zip(scored, seen, strict=True) if not found]
     return Generation(
-        predictions=predictions,
+        predictions=predictions.seal(len(scored)),
         n_missing=len(missing_ids),
         missing_ids=missing_ids,
         n_unmatched=n_unmatched,
@@ -232,7 +256,7 @@ def match_predictions(
 
 
 def match_prediction_file(
-    path: str | Path, cases: Sequence[EvalCase], *, keep: Collection[str] | None = None
+    path: str | Path, cases: Sequence[EvalCase], *, keep: Collection[str] | None = None, spool: bool = True
 ) -> Generation:
     """Stream a predictions JSONL file against `cases` (see `match_predictions`).
 
@@ -248,7 +272,7 @@ def match_prediction_file(
             n_lines += 1
             yield r
 
-    generation = match_predictions(records(), cases, keep=keep)
+    generation = match_predictions(records(), cases, keep=keep, spool=spool)
     warnings = [] if n_lines else [f"{path}: no predictions: every case is scored as missing"]
     return generation.model_copy(
         update={"provenance": {"predictions_sha1": hasher.hexdigest()}, "warnings": warnings}
@@ -272,8 +296,8 @@ def filter_prediction_file(
     try:
         with part.open("wb") as out:
             for raw, r in _records(src, hasher):
-                case = index.find(r)
-                if case is None or case.id in keep:
+                i = index.find(r)
+                if i is None or index.ids[i] in keep:
                     out.write(raw)
         if hasher.hexdigest() != expected_sha1:
             raise InputError(

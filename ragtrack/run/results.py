@@ -21,6 +21,10 @@ __all__ = ["PARQUET_ROWS", "case_columns", "case_rows", "cases_frame", "head_fra
 PARQUET_ROWS = 10_000
 
 
+# the columns every case has, before the scorers' columns
+BASICS = ("id", "question", "answer", "missing", "n_contexts", "latency_ms")
+
+
 def _basics(case: EvalCase, pred: Prediction) -> dict[str, ScoreValue]:
     return {
         "id": case.id,
@@ -56,20 +60,18 @@ def case_columns(
 
     A scorer's column holds None for each case the scorer skipped.
     """
-    ids = [case.id for case in cases]
-    table: dict[str, list[ScoreValue]] = {
-        "id": list(ids),
-        "question": [case.question for case in cases],
-        "answer": [pred.answer for pred in predictions],
-        "missing": [pred.missing for pred in predictions],
-        "n_contexts": [len(pred.contexts) for pred in predictions],
-        "latency_ms": [pred.latency_ms for pred in predictions],
-    }
-    if len(predictions) != len(ids):
-        raise ValueError(f"{len(predictions)} predictions for {len(ids)} cases")
+    table: dict[str, list[ScoreValue]] = {k: [] for k in BASICS}
+    ids, question, answer, missing, n_contexts, latency = table.values()
+    for case, pred in zip(cases, predictions, strict=True):  # one pass: the cases may be spooled
+        ids.append(case.id)
+        question.append(case.question)
+        answer.append(pred.answer)
+        missing.append(pred.missing)
+        n_contexts.append(len(pred.contexts))
+        latency.append(pred.latency_ms)
     # the first row has the columns of the scorers that scored the first case first
     first = ids[0] if ids else None
-    position: dict[str, int] | None = None
+    position: dict[ScoreValue, int] | None = None
     for out in sorted(outputs, key=lambda out: not (out.ids and out.ids[0] == first)):
         if out.ids == ids:
             table.update(out.columns)
@@ -169,5 +171,29 @@ def write_parquet(columns: dict[str, list[ScoreValue]], path: str | Path, rows: 
     schema = pa.Schema.from_pandas(sample, preserve_index=False)
     with pq.ParquetWriter(path, schema) as writer:
         for start in range(0, n, rows):
-            part = _part(columns, dtypes, start, start + rows)
-            writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
+            writer.write_table(_arrow_part(columns, dtypes, schema, start, start + rows))
+
+
+def _arrow_part(
+    columns: dict[str, list[ScoreValue]], dtypes: dict[str, Any], schema: Any, start: int, stop: int
+) -> Any:
+    """Rows `start:stop` as an Arrow table of `schema`, converted as `pyarrow.Table.from_pandas` converts
+    the whole frame.
+
+    Text goes to Arrow as UTF-8 bytes encoded here: Arrow reading a `str` itself makes
+    Python keep a UTF-8 copy inside every string object, as large as the text again, for as
+    long as the string lives.
+    """
+    import pandas as pd
+    import pyarrow as pa
+
+    text = pd.Series(["x"]).dtype
+    arrays = []
+    for field in schema:
+        column, dtype = columns[field.name][start:stop], dtypes[field.name]
+        if dtype == text:
+            encoded = [None if v is None else str(v).encode() for v in column]
+            arrays.append(pa.array(encoded, type=field.type))
+        else:
+            arrays.append(pa.Array.from_pandas(pd.Series(column, dtype=dtype), type=field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -23,9 +23,11 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack import __version__
 from ragtrack.analysis.gates import applicable_gates, evaluate_gates, gate_metrics, parse_gates
+from ragtrack.core import spool
 from ragtrack.core.errors import InputError, not_found
 from ragtrack.core.hashing import sha1_file
 from ragtrack.core.provenance import git_state
+from ragtrack.core.spool import Spool
 from ragtrack.core.types import (
     EvalCase,
     EvalSet,
@@ -67,6 +69,7 @@ __all__ = [
     "run_stages",
     "score",
     "score_files",
+    "score_outputs",
 ]
 
 # The libraries whose versions can change a number or its record; logged with every run.
@@ -81,9 +84,8 @@ class Stage(BaseModel):
     kind: Literal["full", "dev"]
     cfg: RunConfig
     eval_set: EvalSet
-    all_cases: list[
-        EvalCase
-    ]  # the full eval set's cases: a dev stage's predictions for the others are not "unmatched"
+    # the full eval set's cases: a dev stage's predictions for the others are not "unmatched"
+    all_cases: Spool[EvalCase] | list[EvalCase]
     prompt: Prompt
     index_version: str
     index: IndexManifest | None = None  # a built index's manifest
@@ -270,8 +272,7 @@ def score(
     cases: Sequence[EvalCase], generation: Generation, scorers: Sequence[Scorer], gates: Sequence[GateSpec]
 ) -> tuple[list[ScorerOutput], dict[str, float], list[GateResult]]:
     """Score a batch with every scorer, collect the metrics and evaluate the gates."""
-    batch = Batch.from_generation(cases, generation)
-    outputs = [s.score(batch) for s in scorers]
+    outputs = score_outputs(cases, generation, scorers)
     metrics: dict[str, float] = {
         "predictions/n_cases": float(len(cases)),
         "predictions/n_missing": float(generation.n_missing),
@@ -284,6 +285,30 @@ def score(
     gate_results = evaluate_gates(gates, metrics)
     metrics.update(gate_metrics(gate_results))
     return outputs, metrics, gate_results
+
+
+def score_outputs(
+    cases: Sequence[EvalCase], generation: Generation, scorers: Sequence[Scorer]
+) -> list[ScorerOutput]:
+    """Every scorer's output for the cases: a chunk at a time when the cases or their predictions are spooled
+    to disk and every scorer is `chunked` (memory bounded by a chunk, the same result), else as one batch."""
+    predictions = generation.predictions
+    spooled = any(isinstance(x, Spool) and x.on_disk for x in (cases, predictions))
+    if not spooled or not all(s.chunked for s in scorers):
+        batch = Batch.from_generation(cases, generation)
+        return [s.score(batch) for s in scorers]
+    states = [s.begin() for s in scorers]
+    size = spool.CHUNK
+    for start in range(0, len(cases), size):
+        batch = Batch(
+            cases=list(cases[start : start + size]),
+            predictions=list(predictions[start : start + size]),
+            n_unmatched=generation.n_unmatched,
+            duplicates_dropped=generation.duplicates_dropped,
+        )
+        for scorer, state in zip(scorers, states, strict=True):
+            scorer.add(state, batch)
+    return [scorer.finish(state) for scorer, state in zip(scorers, states, strict=True)]
 
 
 class FileScores(BaseModel):
@@ -349,20 +374,22 @@ def score_files(
     gates: Sequence[GateSpec],
     *,
     with_rows: bool = True,
+    spool: bool = True,
 ) -> FileScores:
     """Score a predictions file (or validated predictions from elsewhere, e.g. a DataFrame's rows)
     against eval-set files, without MLflow (`ragtrack score`, audits, the MLflow evaluator).
 
     `with_rows=False` leaves `rows` empty: on a large eval set the per-case rows cost more to build
     and validate than most scorers take, and `ragtrack score` prints them only with `--json`.
+    `spool=False` keeps a large eval set and its predictions in memory (see `ragtrack.core.spool`).
     """
-    eval_set, _ = load_eval_set([str(f) for f in eval_files])
+    eval_set, _ = load_eval_set([str(f) for f in eval_files], spool=spool)
     check_applicable(scorers, eval_set)
     kept, dropped = applicable_gates(gates, [s.name for s in scorers])
     if isinstance(predictions, (str, Path)):
-        generation = match_prediction_file(predictions, eval_set.cases)
+        generation = match_prediction_file(predictions, eval_set.cases, spool=spool)
     else:
-        generation = match_predictions(predictions, eval_set.cases)
+        generation = match_predictions(predictions, eval_set.cases, spool=spool)
     outputs, metrics, gate_results = score(eval_set.cases, generation, scorers, kept)
     rows = case_rows(eval_set.cases, generation.predictions, outputs) if with_rows else []
     return FileScores(

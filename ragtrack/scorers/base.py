@@ -3,16 +3,16 @@
 A scorer is a class registered under a name and a version, and names the case section it
 reads (`section`: `expected`, `gold` or `reference`). It is built from keyword
 parameters (all logged), scores a whole batch of cases at once and returns one
-`ScorerOutput`. It never raises on malformed model output: it records the problem in a
-per-case `<name>/error` column instead.
+`ScorerOutput`; a `chunked` scorer can also be fed a large eval set a chunk at a time
+(`begin`, `add`, `finish`) with the same result. It never raises on malformed model
+output: it records the problem in a per-case `<name>/error` column instead.
 """
 
 from __future__ import annotations
 
 import math
-from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -64,7 +64,7 @@ class Batch(BaseModel):
     def from_generation(cls, cases: Sequence[EvalCase], generation: Generation) -> Batch:
         return cls(
             cases=list(cases),
-            predictions=generation.predictions,
+            predictions=list(generation.predictions),
             n_unmatched=generation.n_unmatched,
             duplicates_dropped=generation.duplicates_dropped,
         )
@@ -182,10 +182,27 @@ class Scorer(Component):
     section: ClassVar[Section | None] = None
     # the metric that sums the scorer up (its overall figure), if it has one
     headline: ClassVar[str | None] = None
+    # scores a large eval set a chunk at a time (`begin`, `add` per chunk, `finish`), with the same result
+    chunked: ClassVar[bool] = False
 
-    @abstractmethod
     def score(self, batch: Batch) -> ScorerOutput:
-        """Score every case of the batch this scorer applies to."""
+        """Score every case of the batch this scorer applies to (a scorer that is not `chunked` overrides
+        this)."""
+        state = self.begin()
+        self.add(state, batch)
+        return self.finish(state)
+
+    def begin(self) -> Any:
+        """A chunked scorer's state before its first chunk."""
+        raise NotImplementedError(f"scorer {self.name!r} scores whole batches")
+
+    def add(self, state: Any, batch: Batch) -> None:
+        """Score one chunk (every chunk carries the eval set's `n_unmatched` and `duplicates_dropped`)."""
+        raise NotImplementedError(f"scorer {self.name!r} scores whole batches")
+
+    def finish(self, state: Any) -> ScorerOutput:
+        """The output for every chunk added: bit for bit what `score` gives for them as one batch."""
+        raise NotImplementedError(f"scorer {self.name!r} scores whole batches")
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:

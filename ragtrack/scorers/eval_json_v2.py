@@ -208,13 +208,19 @@ class EvalJsonV2Scorer(Scorer):
     Params = Params
     p: _Params
 
-    def score(self, batch: Batch) -> ScorerOutput:
-        table = ScoreTable()
+    chunked = True
+
+    def begin(self) -> ScoreTable:
+        return ScoreTable()
+
+    def add(self, state: ScoreTable, batch: Batch) -> None:
         for case, pred in zip(batch.cases, batch.predictions, strict=True):
             if case.expected is not None:
-                table.add(case.id, self.score_case(case, pred))
-        metrics = self.aggregate(table)
-        return table.output(self.info, metrics, self._report(table, metrics))
+                state.add(case.id, self.score_case(case, pred))
+
+    def finish(self, state: ScoreTable) -> ScorerOutput:
+        metrics = self.aggregate(state)
+        return state.output(self.info, metrics, self._report(state, metrics))
 
     @classmethod
     def case_terms(cls, columns: CaseColumns) -> list[CaseTerms]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pydantic import field_validator
 
@@ -174,6 +175,17 @@ def _rate(num: int, den: int) -> float:
 # ------------------------------------------------------------------ the scorer
 
 
+@dataclass
+class _State:
+    """What the scorer has seen of an eval set so far."""
+
+    table: ScoreTable = field(default_factory=ScoreTable)
+    answerable: list[bool] = field(default_factory=list)
+    extra_unmatched: int = 0  # predictions of cases without gold
+    n_unmatched: int = 0
+    duplicates_dropped: int = 0
+
+
 @register_scorer
 class RefusalCitationScorer(Scorer):
     """SPEC §2. Scores every case that carries `gold`; a missing prediction is the empty answer."""
@@ -184,23 +196,29 @@ class RefusalCitationScorer(Scorer):
     Params = Params
     p: _Params
 
-    def score(self, batch: Batch) -> ScorerOutput:
-        if not any(c.gold is not None for c in batch.cases):
-            # Not applicable (no qaset gold in this eval set): no rates, so gates on them are skipped.
-            note = f"## {NAME}\n\nNot applicable: no case of this eval set carries qaset gold.\n"
-            return ScorerOutput(info=self.info, metrics={f"{NAME}/n_scored": 0.0}, report_md=note)
-        table = ScoreTable()
-        answerable: list[bool] = []
-        extra_unmatched = 0
+    chunked = True
+
+    def begin(self) -> _State:
+        return _State()
+
+    def add(self, state: _State, batch: Batch) -> None:
+        state.n_unmatched, state.duplicates_dropped = batch.n_unmatched, batch.duplicates_dropped
         for case, pred in zip(batch.cases, batch.predictions, strict=True):
             if case.gold is None:
                 if not pred.missing:
-                    extra_unmatched += 1
+                    state.extra_unmatched += 1
                 continue
-            table.add(case.id, self.score_case(case.gold, pred))
-            answerable.append(case.gold.answerable)
+            state.table.add(case.id, self.score_case(case.gold, pred))
+            state.answerable.append(case.gold.answerable)
+
+    def finish(self, state: _State) -> ScorerOutput:
+        if not state.table:
+            # Not applicable (no qaset gold in this eval set): no rates, so gates on them are skipped.
+            note = f"## {NAME}\n\nNot applicable: no case of this eval set carries qaset gold.\n"
+            return ScorerOutput(info=self.info, metrics={f"{NAME}/n_scored": 0.0}, report_md=note)
+        table = state.table
         metrics = self.aggregate(
-            table, answerable, batch.n_unmatched + extra_unmatched, batch.duplicates_dropped
+            table, state.answerable, state.n_unmatched + state.extra_unmatched, state.duplicates_dropped
         )
         return table.output(self.info, metrics, self.report(table, metrics))
 

@@ -57,7 +57,7 @@ def spec(tmp_path_factory: pytest.TempPathFactory) -> IndexSpec:
 def generate(spec: IndexSpec, cases: list[EvalCase], **params) -> list[Prediction]:
     gen = build_generator("extractive", params)
     gen.index = spec
-    return gen.generate(cases, "").predictions
+    return list(gen.generate(cases, "").predictions)
 
 
 def test_json_answers_pass_the_eval_json_v2_schema(spec):

@@ -62,7 +62,7 @@ def test_a_skipped_case_is_none() -> None:
 def test_real_scorers_columns_equal_rows() -> None:
     es, _ = load_eval_set([DEMO / "questions.json", DEMO / "qaset.json"])
     preds = match_prediction_file(next((DEMO / "predictions").glob("*.jsonl")), es.cases).predictions
-    batch = Batch(cases=es.cases, predictions=preds)
+    batch = Batch(cases=list(es.cases), predictions=list(preds))
     outputs = [build_scorer(name).score(batch) for name in ("refusal_citation", "eval_json_v2")]
     by_rows = pd.DataFrame(case_rows(es.cases, preds, outputs))
     assert _parquet(pd.DataFrame(case_columns(es.cases, preds, outputs))) == _parquet(by_rows)
