@@ -67,7 +67,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        paths = synth.write(tmp / "data", args.cases)
+        paths = synth.write_in_child(tmp / "data", args.cases)
         store = tmp / "store"
         store.mkdir()
         uri = f"sqlite:///{store / 'mlflow.db'}"

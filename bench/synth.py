@@ -81,17 +81,21 @@ def make(n: int, seed: int = 0) -> tuple[list[dict], list[dict], list[dict]]:
     return questions, qaset, preds
 
 
-def write(directory: Path, n: int, seed: int = 0) -> dict[str, Path]:
-    """Write the synthetic set, predictions, a prompt and an index file; return their paths."""
-    questions, qaset, preds = make(n, seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {
+def _paths(directory: Path) -> dict[str, Path]:
+    return {
         "questions": directory / "questions.json",
         "qaset": directory / "qaset.json",
         "predictions": directory / "predictions.jsonl",
         "prompt": directory / "prompt.md",
         "index": directory / "chunks.jsonl",
     }
+
+
+def write(directory: Path, n: int, seed: int = 0) -> dict[str, Path]:
+    """Write the synthetic set, predictions, a prompt and an index file; return their paths."""
+    questions, qaset, preds = make(n, seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = _paths(directory)
     paths["questions"].write_text(json.dumps(questions, ensure_ascii=False), encoding="utf-8")
     paths["qaset"].write_text(json.dumps(qaset, ensure_ascii=False), encoding="utf-8")
     paths["predictions"].write_text(
@@ -102,3 +106,15 @@ def write(directory: Path, n: int, seed: int = 0) -> dict[str, Path]:
         "".join(json.dumps(p["contexts"][0], ensure_ascii=False) + "\n" for p in preds), encoding="utf-8"
     )
     return paths
+
+
+def write_in_child(directory: Path, n: int, seed: int = 0) -> dict[str, Path]:
+    """`write`, done by another process, so this one stays small: a child's peak RSS as `os.wait4` reports
+    it is at least the parent's RSS when it was spawned (the child starts as a copy of the parent)."""
+    import subprocess
+    import sys
+
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import synth; "
+    code += f"synth.write(__import__('pathlib').Path({str(directory)!r}), {n}, {seed})"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return _paths(directory)

@@ -27,9 +27,11 @@ key variables, paths and models it names are used only as the auditor gives them
 
 from __future__ import annotations
 
-import io
 import math
-from typing import TYPE_CHECKING, Literal, cast
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -43,13 +45,14 @@ from ragtrack.run.trust import Refused
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from ragtrack.run.runner import FileScores
     from ragtrack.run.trust import Caller
     from ragtrack.tracking.reader import LoggedRun
 
 __all__ = ["AuditReport", "CaseDetail", "Check", "audit", "case_detail", "rescore_archive"]
+
+CASES_COMPARED = 10_000  # rows of cases.parquet compared at a time
 
 Status = Literal["pass", "fail", "skip"]
 
@@ -387,17 +390,19 @@ def check_caller(archive: ArchivedRun, caller: Caller) -> None:
         )
 
 
-def rescore_archive(archive: ArchivedRun, caller: Caller | None = None) -> tuple[FileScores, list[str]]:
+def rescore_archive(
+    archive: ArchivedRun, caller: Caller | None = None, *, with_rows: bool = False
+) -> tuple[FileScores, list[str]]:
     """The archived predictions scored against the archived eval files with the archived config's scorers
     and gates, settled for the caller (`ragtrack.run.trust`; its `--set` checked by `check_caller`); the notes
-    of what was replaced."""
+    of what was replaced. `with_rows`: build the per-case rows too (`FileScores.rows`)."""
     from ragtrack.run.runner import config_scoring, score_files
     from ragtrack.run.trust import Caller
 
     caller = caller or Caller()
     scoring = config_scoring(archive.config_path, caller, sections=AUDIT_SECTIONS)
     return score_files(
-        archive.eval_paths, archive.predictions_path, scoring.scorers, scoring.gates
+        archive.eval_paths, archive.predictions_path, scoring.scorers, scoring.gates, with_rows=with_rows
     ), scoring.notes
 
 
@@ -422,31 +427,51 @@ def _metrics(run: LoggedRun, scored: FileScores) -> Check:
 
 
 def _cases(archive: ArchivedRun, scored: FileScores) -> Check:
-    import pandas as pd
+    """The logged `cases.parquet` against the re-scored table written as the run writes it (so that types
+    compare like for like), `CASES_COMPARED` rows at a time."""
+    import pyarrow.parquet as pq
 
+    from ragtrack.run.results import case_columns, write_parquet
+
+    name = "re-score: cases.parquet"
     try:
-        logged = archive.cases()
+        logged = archive.cases_file()
     except InputError as e:
-        return Check(name="re-score: cases.parquet", status="fail", detail=str(e))
-    buf = io.BytesIO()  # through Parquet, as the run wrote it, so that types compare like for like
-    pd.DataFrame(scored.rows).to_parquet(buf, index=False)
-    derived = pd.read_parquet(io.BytesIO(buf.getvalue()))
-    if list(logged.columns) != list(derived.columns) or len(logged) != len(derived):
-        return Check(
-            name="re-score: cases.parquet",
-            status="fail",
-            detail=(
-                f"logged table has {len(logged)} rows × {len(logged.columns)} columns, "
-                f"re-scored {len(derived)} × {len(derived.columns)}"
-            ),
-        )
-    differing = [c for c in logged.columns if not logged[c].equals(derived[c])]
+        return Check(name=name, status="fail", detail=str(e))
+    with tempfile.TemporaryDirectory(prefix="ragtrack-audit-") as tmp:
+        columns = case_columns(scored.eval_set.cases, scored.generation.predictions, scored.outputs)
+        write_parquet(columns, Path(tmp) / "cases.parquet")
+        del columns
+        derived = pq.ParquetFile(Path(tmp) / "cases.parquet")
+        shape = {"logged": logged.metadata.num_rows, "re-scored": derived.metadata.num_rows}
+        if logged.schema_arrow.names != derived.schema_arrow.names or len(set(shape.values())) > 1:
+            n = {"logged": len(logged.schema_arrow.names), "re-scored": len(derived.schema_arrow.names)}
+            return Check(
+                name=name,
+                status="fail",
+                detail=(
+                    f"logged table has {shape['logged']} rows × {n['logged']} columns, "
+                    f"re-scored {shape['re-scored']} × {n['re-scored']}"
+                ),
+            )
+        differing: list[str] = []
+        for a, b in zip(_frames(logged), _frames(derived), strict=True):
+            differing += [c for c in a.columns if c not in differing and not a[c].equals(b[c])]
     return _check(
-        "re-score: cases.parquet",
+        name,
         not differing,
-        f"all {len(logged)} rows × {len(logged.columns)} columns equal",
+        f"all {shape['logged']} rows × {len(logged.schema_arrow.names)} columns equal",
         f"column(s) differ: {', '.join(differing[:5])}",
     )
+
+
+def _frames(table: Any) -> Iterator[Any]:
+    """A Parquet file's rows as DataFrames of `CASES_COMPARED` rows, converted as `pandas.read_parquet`
+    converts the whole table (its schema's pandas metadata)."""
+    import pyarrow as pa
+
+    for batch in table.iter_batches(batch_size=CASES_COMPARED):
+        yield pa.Table.from_batches([batch], schema=table.schema_arrow).to_pandas()
 
 
 def _registry_prompt(archive: ArchivedRun, registry: Callable[[str], str] | None) -> list[Check]:
@@ -542,7 +567,7 @@ def case_detail(
 
     caller = caller or Caller()
     check_caller(archive, caller)
-    scored, _ = rescore_archive(archive, caller)
+    scored, _ = rescore_archive(archive, caller, with_rows=True)
     ids = [c.id for c in scored.eval_set.cases]
     if case_id not in ids:
         sample = ", ".join(ids[:5])

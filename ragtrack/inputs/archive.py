@@ -19,7 +19,7 @@ import json
 import shutil
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -274,6 +274,17 @@ class ArchivedRun(BaseModel):
             pred if pred.startswith("predictions/") and pred.count("/") == 1 else None
         )
         return out
+
+    def cases_file(self) -> Any:
+        """The per-case table (`cases.parquet`) as a `pyarrow.parquet.ParquetFile`, read a row group at a
+        time."""
+        import pyarrow.parquet as pq
+
+        path = self.path(CASES, CASES, CASES)
+        try:
+            return pq.ParquetFile(path)
+        except Exception as e:  # pyarrow raises several types for a damaged file
+            raise InputError(str(path), f"not a readable Parquet table ({type(e).__name__}: {e})") from None
 
     def cases(self) -> pandas.DataFrame:
         """The per-case table (`cases.parquet`)."""

@@ -292,12 +292,15 @@ class _Merger:
 
     def __init__(self, spool: bool = True) -> None:
         self.cases: Spool[EvalCase] = Spool(resolve=_merged_case, in_memory=None if spool else sys.maxsize)
-        # id -> (position, first file, question, sections given so far)
-        self.seen: dict[str, tuple[int, str, str, frozenset[str]]] = {}
+        # id -> (position, first file, question, the sections given so far as bits: 1 expected, 2 gold,
+        # 4 reference)
+        self.seen: dict[str, tuple[int, str, str, int]] = {}
         self.file = ""  # the file being read
 
     def add(self, case: EvalCase) -> None:
-        sections = frozenset(k for k in _SECTIONS if getattr(case, k) is not None)
+        sections = (
+            (case.expected is not None) | (case.gold is not None) << 1 | (case.reference is not None) << 2
+        )
         seen = self.seen.get(case.id)
         if seen is None:
             self.seen[case.id] = (len(self.seen), self.file, case.question, sections)
@@ -310,7 +313,7 @@ class _Merger:
                     where=f"id {case.id!r}",
                     field="question",
                 )
-            clash = [k for k in _SECTIONS if k in sections and k in given]
+            clash = [k for bit, k in enumerate(_SECTIONS) if sections & given & 1 << bit]
             if clash:
                 raise InputError(
                     self.file, f"also given by {origin}", where=f"id {case.id!r}", field=clash[0]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragtrack.core.types import EvalCase, Prediction, RunResult, ScorerOutput, ScoreValue
+from ragtrack.inputs.predictions import case_keys
 
 if TYPE_CHECKING:
     import pandas
@@ -60,11 +61,14 @@ def case_columns(
 
     A scorer's column holds None for each case the scorer skipped.
     """
+    keys = case_keys(cases)  # from the spool's memo: the cases are not read again
+    if len(keys) != len(predictions):
+        raise ValueError(f"{len(predictions)} predictions for {len(keys)} cases")
     table: dict[str, list[ScoreValue]] = {k: [] for k in BASICS}
     ids, question, answer, missing, n_contexts, latency = table.values()
-    for case, pred in zip(cases, predictions, strict=True):  # one pass: the cases may be spooled
-        ids.append(case.id)
-        question.append(case.question)
+    ids += [case_id for case_id, _ in keys]
+    question += [text for _, text in keys]
+    for pred in predictions:  # one pass: they may be spooled
         answer.append(pred.answer)
         missing.append(pred.missing)
         n_contexts.append(len(pred.contexts))

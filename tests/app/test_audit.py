@@ -9,8 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from ragtrack.app import audit
 from ragtrack.app.audit import index_check, vectors_check
 from ragtrack.app.cli import main
 from ragtrack.core.hashing import sha256_file
@@ -247,3 +249,27 @@ def test_an_index_given_as_a_label_is_not_applicable_not_proved(demo_files):
 def test_an_index_label_other_than_the_logged_one_fails(demo_files):
     cfg = make_config(demo_files, index={"name": "prod", "version": "prod-2024-06"})
     assert index_check(cfg, "prod-2024-07").status == "fail"
+
+
+def _tamper_cases(row: int, column: str):
+    def tamper(store, run_id):
+        path = artifact_dir(store.uri, run_id) / "cases.parquet"
+        frame = pd.read_parquet(path)
+        frame.loc[row, column] = frame.loc[row, column] / 2 + 1
+        frame.to_parquet(path, index=False)
+
+    return tamper
+
+
+def test_cases_are_compared_a_few_rows_at_a_time(demo_store, capsys, monkeypatch):
+    monkeypatch.setattr(audit, "CASES_COMPARED", 5)
+    _, out, _ = _audit(capsys, demo_store.uri, demo_store.ids["a"])
+    assert "✓ re-score: cases.parquet: all 52 rows × 25 columns equal" in out, out
+
+
+def test_a_changed_case_score_in_a_later_batch_fails_naming_its_column(demo_store, capsys, monkeypatch):
+    monkeypatch.setattr(audit, "CASES_COMPARED", 5)
+    run_id = demo_store.new_run()
+    _tamper_cases(37, "eval_json_v2/score")(demo_store, run_id)
+    code, out, _ = _audit(capsys, demo_store.uri, run_id)
+    assert code == 1 and "✗ re-score: cases.parquet: column(s) differ: eval_json_v2/score" in out, out
