@@ -12,7 +12,8 @@ merge, or a stand-in when none was put).
 
 Iteration reads one chunk at a time; indexing keeps the last chunk read. Pickling is exact
 (a pydantic model's fields and which of them were set), so a spooled item equals the one
-put.
+put. The file has no name (it is unlinked when made), so what is unpickled is only ever what
+this process wrote. A full disk while spooling is `DiskFull`, naming the temporary folder.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import IO, Any, Generic, TypeVar, overload
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
+
+from ragtrack.core.errors import disk_full
 
 __all__ = ["CHUNK", "IN_MEMORY", "Spool", "last_part", "spooled"]
 
@@ -90,15 +93,21 @@ class Spool(Sequence[T], Generic[T]):
         return self
 
     def _flush(self) -> None:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="ragtrack-spool-")
-        f = self._file
-        f.seek(0, 2)
-        for bucket, parts in self._waiting.items():
-            blob = pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
-            self._blobs += [[] for _ in range(bucket + 1 - len(self._blobs))]
-            self._blobs[bucket].append((f.tell(), len(blob)))
-            f.write(blob)
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="ragtrack-spool-")
+            f = self._file
+            f.seek(0, 2)
+            for bucket, parts in self._waiting.items():
+                blob = pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
+                self._blobs += [[] for _ in range(bucket + 1 - len(self._blobs))]
+                self._blobs[bucket].append((f.tell(), len(blob)))
+                f.write(blob)
+        except OSError as e:
+            full = disk_full(e, tempfile.gettempdir(), None)
+            if full is None:
+                raise
+            raise full from e
         self._waiting.clear()
         self._n_waiting = 0
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import pickle
 import random
+import tempfile
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from ragtrack.core.errors import DiskFull
 from ragtrack.core.spool import Spool, spooled
 from ragtrack.core.types import EvalCase, Gold
 
@@ -97,3 +102,14 @@ def test_pickling_sends_the_items() -> None:
 
 def test_equal_to_a_list_of_the_same_items() -> None:
     assert (spooled(range(4), size=3) == [0, 1, 2, 3], spooled(range(4)) == [0, 1, 2]) == (True, False)
+
+
+class _FullDisk(io.BytesIO):
+    def write(self, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_while_spooling_names_the_temporary_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **kw: _FullDisk())
+    with pytest.raises(DiskFull, match=f"disk full writing {tempfile.gettempdir()}"):
+        spooled(range(10), size=2, in_memory=0)
