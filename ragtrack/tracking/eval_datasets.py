@@ -21,7 +21,8 @@ of CPU for 100,000 records on SQLite, in one call or in chunks alike
 (bench/bench_eval_dataset.py). The dataset here was just created, empty, and every
 record's inputs carry its case id, so there is nothing to look up: `_insert` writes each
 chunk as one multi-row INSERT of the rows that method would store (its input hash, its
-wrapping of the default empty outputs, `{}` tags; `_rows`) through the store's
+wrapping of the default empty outputs, `{}` tags; `_rows`), with ids that sort in case
+order so that MLflow lists the records as the eval set has them, through the store's
 `ManagedSessionMaker`, then sets the dataset's schema, profile, digest and update time as
 that method does, in the same transaction, with the store's own
 `_validate_dataset_accessible`, `_dataset_query`, `_update_dataset_schema`,
@@ -43,9 +44,11 @@ without evaluation datasets costs one warning line and nothing else.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import re
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from itertools import islice
@@ -139,7 +142,7 @@ def _sql_store(store: AbstractStore) -> SqlAlchemyStore | None:
         from mlflow.entities.dataset_record import DATASET_RECORD_WRAPPED_OUTPUT_KEY  # noqa: F401
         from mlflow.store.tracking.dbmodels.models import (
             SqlEvaluationDataset,  # noqa: F401
-            SqlEvaluationDatasetRecord,
+            SqlEvaluationDatasetRecord,  # noqa: F401
         )
         from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     except ImportError as e:
@@ -149,7 +152,6 @@ def _sql_store(store: AbstractStore) -> SqlAlchemyStore | None:
         isinstance(store, SqlAlchemyStore)
         and type(store).upsert_dataset_records is SqlAlchemyStore.upsert_dataset_records
         and all(hasattr(store, name) for name in _NEEDED)
-        and hasattr(SqlEvaluationDatasetRecord, "generate_record_id")
     ):
         return store
     return None
@@ -160,17 +162,26 @@ def _input_hash(inputs: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
-def _rows(dataset_id: str, records: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
+def _record_ids() -> Iterator[str]:
+    """Record ids in MLflow's form (`dr-` and 32 hex digits) that sort in the order they are made: MLflow
+    lists a dataset's records by creation time, then id, so the Datasets page shows the cases in eval-set
+    order (its own random ids shuffle the records of one write). 80 random bits per write, then a count."""
+    prefix = uuid.uuid4().hex[:20]
+    return (f"dr-{prefix}{i:012x}" for i in itertools.count())
+
+
+def _rows(
+    dataset_id: str, records: list[dict[str, Any]], now: int, ids: Iterator[str]
+) -> list[dict[str, Any]]:
     """The `evaluation_dataset_records` rows MLflow's `upsert_dataset_records` stores for new records of
-    `records_of` (inputs and maybe expectations; no outputs, tags or source)."""
+    `records_of` (inputs and maybe expectations; no outputs, tags or source), with ids from `ids`."""
     from mlflow.entities.dataset_record import DATASET_RECORD_WRAPPED_OUTPUT_KEY
-    from mlflow.store.tracking.dbmodels.models import SqlEvaluationDatasetRecord
 
     # A record's default outputs, {}, wrapped as MLflow stores outputs (serialized per row: one dict serves).
     outputs: dict[str, Any] = {DATASET_RECORD_WRAPPED_OUTPUT_KEY: {}}
     return [
         {
-            "dataset_record_id": SqlEvaluationDatasetRecord.generate_record_id(),
+            "dataset_record_id": next(ids),
             "dataset_id": dataset_id,
             "inputs": r["inputs"],
             "outputs": outputs,
@@ -189,7 +200,9 @@ def _rows(dataset_id: str, records: list[dict[str, Any]], now: int) -> list[dict
     ]
 
 
-def _insert(store: SqlAlchemyStore, dataset_id: str, records: list[dict[str, Any]]) -> None:
+def _insert(
+    store: SqlAlchemyStore, dataset_id: str, records: list[dict[str, Any]], ids: Iterator[str]
+) -> None:
     """One chunk of new records in one transaction, and the dataset's schema, profile, digest and update time
     as `upsert_dataset_records` sets them after inserting those records."""
     from mlflow.store.tracking.dbmodels.models import SqlEvaluationDataset, SqlEvaluationDatasetRecord
@@ -197,7 +210,7 @@ def _insert(store: SqlAlchemyStore, dataset_id: str, records: list[dict[str, Any
     with store.ManagedSessionMaker(read_only=False) as session:
         store._validate_dataset_accessible(session, dataset_id)
         now = get_current_time_millis()
-        session.execute(insert(SqlEvaluationDatasetRecord.__table__), _rows(dataset_id, records, now))
+        session.execute(insert(SqlEvaluationDatasetRecord.__table__), _rows(dataset_id, records, now, ids))
         dataset = store._dataset_query(session).filter(SqlEvaluationDataset.dataset_id == dataset_id)
         info = dataset.with_entities(SqlEvaluationDataset.schema, SqlEvaluationDataset.name).first()
         existing_schema, name = (info[0], info[1]) if info else (None, "")
@@ -219,10 +232,11 @@ def write_records(store: AbstractStore, dataset_id: str, cases: Iterable[EvalCas
     """Every case's record into the dataset `dataset_id`, `RECORDS_PER_WRITE` at a time: inserted directly
     on MLflow's SQL store (see the module's docstring), else through the store's `upsert_dataset_records`."""
     direct = _sql_store(store)
+    ids = _record_ids()
     for records in _chunks(cases, RECORDS_PER_WRITE):
         if direct is not None:
             try:
-                _insert(direct, dataset_id, records)
+                _insert(direct, dataset_id, records, ids)
                 continue
             except MlflowException as e:
                 if not isinstance(e.__cause__, IntegrityError):

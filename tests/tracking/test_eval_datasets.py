@@ -286,3 +286,11 @@ def test_cases_that_fail_midway_leave_no_dataset(store, small_chunks) -> None:
     with pytest.raises(ValueError, match="truncated"):
         ensure_eval_dataset(client, exp, "broken@1", failing())
     assert (client.search_datasets(experiment_ids=[exp]), _records(db)) == ([], 0)
+
+
+def test_mlflow_lists_the_records_in_case_order(store, small_chunks) -> None:
+    client, exp, _ = store
+    dataset_id = ensure_eval_dataset(client, exp, "mixed@1", MIXED)
+    assert dataset_id is not None
+    listed = [r.inputs["case_id"] for r in _read(client._tracking_client.store, dataset_id)]
+    assert listed == [c.id for c in MIXED]
