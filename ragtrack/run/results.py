@@ -6,7 +6,7 @@ table (as columns: a 100,000-case run builds a few lists, not a dict per case).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,12 +107,20 @@ def _kind(value: object) -> type | None:
     return object
 
 
-def _dtype(column: Sequence[Any]) -> Any:
-    """The dtype `pandas.DataFrame` gives `column`, from the types of its values; None for a mix this does
-    not know (the caller then builds the whole frame, as pandas would)."""
+def _first_of_each_kind(column: Sequence[Any]) -> dict[type | None, Any]:
+    """The first value of each type (`_kind`) the column holds, read in one pass."""
+    picked: dict[type | None, Any] = {}
+    for value in column:
+        picked.setdefault(_kind(value), value)
+    return picked
+
+
+def _dtype(kinds: Collection[type | None]) -> Any:
+    """The dtype `pandas.DataFrame` gives a column holding values of `kinds` (`_kind`); None for a mix this
+    does not know (the caller then builds the whole frame, as pandas would)."""
     import pandas as pd
 
-    kinds = set(map(_kind, column))
+    kinds = set(kinds)
     if kinds and kinds <= {int, float, None} and kinds & {int, float} and kinds != {int}:
         return pd.Series([0.5]).dtype  # numbers with a gap or a float: float64
     if kinds == {int}:
@@ -124,15 +132,6 @@ def _dtype(column: Sequence[Any]) -> Any:
     if kinds <= {bool, None}:
         return "object"  # flags with gaps, or only gaps
     return None
-
-
-def _sample(column: Sequence[Any], n: int) -> list[Any]:
-    """`n` values of `column` with one of each type it holds: enough for Arrow to type it as the whole."""
-    picked: dict[type | None, Any] = {}
-    for value in column:
-        picked.setdefault(_kind(value), value)
-    values = list(picked.values())
-    return (values * n)[:n]
 
 
 def _part(
@@ -148,7 +147,7 @@ def head_frame(columns: dict[str, list[ScoreValue]], n: int) -> pandas.DataFrame
     """`DataFrame(columns).head(n)`, without building the rest of the frame."""
     import pandas as pd
 
-    dtypes = {k: _dtype(column) for k, column in columns.items()}
+    dtypes = {k: _dtype(_first_of_each_kind(column)) for k, column in columns.items()}
     if any(d is None for d in dtypes.values()):
         return pd.DataFrame(columns).head(n)
     return _part(columns, dtypes, 0, n)
@@ -166,12 +165,16 @@ def write_parquet(columns: dict[str, list[ScoreValue]], path: str | Path, rows: 
     import pyarrow.parquet as pq
 
     n = len(next(iter(columns.values()), []))
-    dtypes = {k: _dtype(column) for k, column in columns.items()}
+    picked = {k: _first_of_each_kind(column) for k, column in columns.items()}  # one pass per column
+    dtypes = {k: _dtype(kinds) for k, kinds in picked.items()}
     if n <= rows or any(d is None for d in dtypes.values()):
         pd.DataFrame(columns).to_parquet(path, index=False)
         return
-    width = max(len({_kind(v) for v in column}) for column in columns.values())
-    sample = pd.DataFrame({k: pd.Series(_sample(c, width), dtype=dtypes[k]) for k, c in columns.items()})
+    # one value of each type a column holds is enough for Arrow to type it as the whole
+    width = max(map(len, picked.values()))
+    sample = pd.DataFrame(
+        {k: pd.Series((list(p.values()) * width)[:width], dtype=dtypes[k]) for k, p in picked.items()}
+    )
     schema = pa.Schema.from_pandas(sample, preserve_index=False)
     with pq.ParquetWriter(path, schema) as writer:
         for start in range(0, n, rows):
