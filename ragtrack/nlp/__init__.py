@@ -4,8 +4,10 @@
 - `lexical`: statements and content tokens (English words, Chinese bigrams).
 - `facts`: the checkable facts of a text (numbers, dates, articles, rates …), normalised.
 - `quantities`: amounts and units by value (`pint`, Chinese unit words).
-- `contradiction`: polarity, conditions, quantities and changed words of a statement against its evidence.
+- `contradiction`: polarity, conditions, scope, quantities and changed words of a statement against its
+  evidence.
 - `entities`: named entities and terms (English patterns, jieba for Chinese), a question's focus.
+- `asks`: the kind of value a question asks for, and what a text says beyond the question's words.
 
 May import: `ragtrack.core`.
 """

@@ -19,7 +19,8 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
   the negator is part of a lexical item (非常 "very", 无论 "regardless", 不断
   "continually", 不仅 "not only", 不同 "different") is not a negation. Two texts of
   different counts of negations differ in polarity (a bound such as 不少于 or `no more
-  than` is a relation operator, not a negation).
+  than` is a relation operator, not a negation; a predicate joined to its own negation,
+  准予或不予 "grant or refuse" or `whether or not`, offers both and negates nothing).
 - **relation operators**: the words that set a bound or an order (`before`/`after`,
   `at least`/`at most`, `more than`/`less than`, `within`/`beyond`, `if`/`unless`,
   之前/之后, 以上/以下, 至少/最多, 超过/不超过; 前 后 内 after a number or a unit of
@@ -27,6 +28,13 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
   is not in its evidence, while one bounding the other way is, changes a condition; so
   does one whose operator stands, in the character alignment of the two texts, where the
   evidence has its opposite (30日后 for 30日内), whatever operators both texts share.
+- **scope** (version 5): quantifiers that make a claim hold for all (`every`, `each`, `all`,
+  `whole`, `entire`, `always`; 每 所有 一切 任何 凡, 全 at a word's start: 全市 全额) or only for
+  some (`only`, `just`, `solely`, `merely`, `some`, `certain`, ordinals; 仅 只 部分 某些 个别
+  少数, 第 at a word's start). A statement that keeps its evidence's wording and puts a
+  quantifier of one kind where the evidence has one of the other (`every Friday` for `the
+  first and third Friday`, 仅主城区 for 全市) changes the claim's scope; a quantifier only
+  dropped or only added is not compared.
 - **quantities** (`ragtrack.nlp.facts`): an amount of a family (time, money, length …) that
   the sources do not hold, where the evidence holds an amount of the same family,
   contradicts it.
@@ -42,6 +50,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from difflib import SequenceMatcher
 from functools import cache, lru_cache
 from typing import Any
@@ -57,6 +66,7 @@ __all__ = [
     "added_words",
     "conflict",
     "polarity",
+    "quantifiers",
     "quantity_conflict",
     "relation_spans",
     "relations",
@@ -171,6 +181,17 @@ _EN_REL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _EN_RELATIONS), key
 _CN_POSTPOSITION = re.compile("(?<=[0-9一二三四五六七八九十两天日月年周时分秒])([前后内])")
 _CN_REL = re.compile("|".join(sorted(map(re.escape, _CN_RELATIONS), key=len, reverse=True)))
 _CN_POST = {"前": "before", "后": "after", "内": "within"}
+# Quantifiers: the claim holds for all, or only for some (see the module doc).
+_EN_ALL = frozenset("every each all whole entire always everyone everybody everything".split())
+_EN_SOME = frozenset(
+    "only just solely merely some certain first second third fourth fifth sixth seventh eighth ninth tenth"
+    " last".split()
+)
+_CN_ALL = re.compile("^(?:每|所有|一切|任何|凡|全)")
+_CN_SOME = re.compile("^(?:仅|只|部分|某些|某|个别|少数|第)")
+# A predicate joined to its own negation offers both (准予或不予 "grant or refuse", `whether or not`): no
+# negation.
+_ALTERNATIVE = re.compile(r"(?:或者|或|还是)[不未没]|\bor\s+not\b")
 # A negated bound is the opposite bound, not a negation: 不得超过 = at most, must not exceed = at most.
 _NEGATED_BOUND = {
     "max": re.compile(
@@ -205,7 +226,8 @@ def polarity(text: str) -> int:
         *_NEGATED_BOUND.values(),
         _CN_REL,
         _EN_REL,
-    ):  # a bound (不得超过, no more than) is not a negation
+        _ALTERNATIVE,
+    ):  # a bound (不得超过, no more than) or an alternative (或不予, or not) is not a negation
         s = pattern.sub(" ", s)
     n = sum(1 for w in _EN_WORD.findall(s) if w in _EN_NEGATORS or w.endswith("n't"))
     n += len(_CN_NEGATOR.findall(_CN_NOT_NEGATION.sub("", s)))
@@ -328,12 +350,44 @@ def conflict(statement: str, evidence: str) -> str | None:
         rival = sorted((_OPPOSITE[r] & its) - ours)
         if rival:
             return f"condition: {r} where the source says {rival[0]}"
+    scope = _swapped_scope(said, source)
+    if scope:
+        return scope
     swapped = _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur
     if swapped or aligned[2] < NEAR_COPY:
         return swapped
     gained, lost = _changed(words(said), words(source))
     if gained and lost:
         return f"wording: {', '.join(sorted(gained))} where the source says {', '.join(sorted(lost))}"
+    return None
+
+
+@lru_cache(maxsize=65536)
+def quantifiers(text: str) -> Counter[tuple[str, str]]:
+    """(kind, word) of each quantifier of `text`: kind `all` or `some` (see the module doc)."""
+    s = _fold(text)
+    out: Counter[tuple[str, str]] = Counter()
+    for w in _EN_WORD.findall(s):
+        if w in _EN_ALL or w in _EN_SOME:
+            out["all" if w in _EN_ALL else "some", w] += 1
+    for run in _CJK_RUN.findall(s):
+        for w, _ in segment(run):
+            kind = "all" if _CN_ALL.match(w) else "some" if _CN_SOME.match(w) else None
+            if kind:
+                out[kind, w] += 1
+    return out
+
+
+def _swapped_scope(said: str, source: str) -> str | None:
+    """A quantifier of one kind the statement has where the source has one of the other that the statement
+    lacks: `scope: every where the source says first, third`."""
+    mine, theirs = quantifiers(said), quantifiers(source)
+    gained, lost = mine - theirs, theirs - mine
+    for kind, other in (("all", "some"), ("some", "all")):
+        ours = sorted(w for k, w in gained if k == kind)
+        its = sorted(w for k, w in lost if k == other)
+        if ours and its:
+            return f"scope: {', '.join(ours)} where the source says {', '.join(its)}"
     return None
 
 

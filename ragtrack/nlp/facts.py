@@ -15,7 +15,9 @@ order they are taken from the text (a span taken by one kind is not read again):
 - `date`: `2023-05-01`, `2023/5/1`, `2023年5月1日`, `May 1, 2023`, `1 May 2023` →
   `2023-05-01`; `2023年5月`, `May 2023` → `2023-05`; `5月1日`, `May 1` → `05-01`.
   A date also provides its year and month (`2023`, `2023-05`) to statements.
-- `time`: `9:30` → `9:30`.
+- `time`: `9:30` → `9:30`; a clock time with its period (`8 pm`, `8:30 a.m.`, `下午5时30分`,
+  `晚上八点半`, `9时`, `3点钟`) → `20:00`, `8:30`, `17:30`, `20:30` …, providing the hour as
+  written (`8`); a bare `N点` (`第3点`, `三点五`) is no time.
 - `rate`: an amount per a unit or per an amount of one (`112.5 g per litre`, `22.5 g of sugars per
   100 g`, `$5 a month`, `每亩108元`, `108元/亩`) → `112.5g/l`; by value when both units have one
   (`22.5 g per 100 g` = `22.5%`); provides both amounts.
@@ -51,7 +53,16 @@ from pydantic import BaseModel, ConfigDict
 from ragtrack.nlp.quantities import value_key
 from ragtrack.nlp.text import norm
 
-__all__ = ["Fact", "cn_number", "fact_tokens", "facts", "missing_fact", "provided_keys", "words_number"]
+__all__ = [
+    "UNIT_CODES",
+    "Fact",
+    "cn_number",
+    "fact_tokens",
+    "facts",
+    "missing_fact",
+    "provided_keys",
+    "words_number",
+]
 
 
 class Fact(BaseModel):
@@ -191,7 +202,8 @@ def _digits(s: str) -> str:
 # ------------------------------------------------------------------ units
 
 # unit spelling (after NFKC + casefold) -> canonical unit code
-_UNITS: dict[str, str] = {}
+_UNITS: dict[str, str] = {}  # unit word as written -> the code quantity tokens end with
+UNIT_CODES = _UNITS
 for _code, _spellings in {
     "wd": ["个工作日", "工作日", "business days", "business day", "working days", "working day"],
     "d": ["个自然日", "自然日", "日", "天", "days", "day"],
@@ -313,13 +325,22 @@ _DATE_EN_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MON})\.?(?:,?\s+
 _DATE_EN_MY = re.compile(rf"\b({_MON})\.?,?\s+(\d{{4}})\b")
 _YEAR_CN = re.compile(r"(?<!\d)(\d{4})年(?!\d)")
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
+_CLOCK_EN = re.compile(r"(?<![\d:.])(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?")  # 8 pm, 8:30 a.m.
+_CN_HOUR = f"\\d{{1,2}}|[{_CN_NUM[:11]}十]{{1,3}}"
+_CLOCK_CN = re.compile(
+    f"(?<!第)(凌晨|早上|早晨|上午|中午|午后|下午|傍晚|晚上|夜间|夜里)?({_CN_HOUR})(?:(时)|点)"
+    f"(?:({_CN_HOUR}|[{_CN_NUM[:11]}十]+)分|(半)|钟|整)?(?![\\d{_CN_NUM}])"
+)  # 下午5时30分, 晚上八点半, 9时, 3点钟; a bare N点 (the third point, 三点五 = 3.5) is no time
+_PM_CN = frozenset({"午后", "下午", "傍晚", "晚上", "夜间", "夜里"})
 _FRACTION_CN = re.compile(
     f"({_CNN}|{_NUM})分之({_CNN}|{_NUM})"
 )  # 百分之三 = 3%, 千分之三 = 3‰, 三分之一 = 1/3
 _ORDINAL = "|".join(
     sorted((*_ORDINALS, *(f"{o}s" for o in _ORDINALS if o != "halves")), key=len, reverse=True)
 )
-_FRACTION_EN = re.compile(rf"{_NOT_AFTER_LETTER}(?:(a|an|{_WORD_NUM}|\d+)[\s-]+)?({_ORDINAL})\b(?!-)")
+_FRACTION_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(a|an|{_WORD_NUM}|\d+)[\s-]+({_ORDINAL})\b(?!-)"
+)  # a third, two-thirds; a bare ordinal (`the third Friday`) is no fraction
 _HALF_CN = re.compile(
     f"([{_CN_NUM}]+|\\d+)(?:个半({_UNIT_ALT_CN}|月)|({_UNIT_ALT_CN})半)"
 )  # 一年半, 两个半小时
@@ -479,6 +500,32 @@ def _facts(text: str) -> tuple[Fact, ...]:
             parts=(f"{lo}{unit}", f"{hi}{unit}"),
         )
 
+    def clock(hour: int, minute: int, written: str) -> bool | None:
+        if not (0 <= hour < 24 and 0 <= minute < 60):
+            return False
+        add("time", f"{hour}:{minute:02d}", written)  # the hour as written stays a number others may hold
+        return None
+
+    def clock_en(m: re.Match[str]) -> bool | None:
+        hour = int(m.group(1))
+        if not 1 <= hour <= 12:
+            return False
+        return clock(hour % 12 + (12 if m.group(3) == "p" else 0), int(m.group(2) or 0), m.group(1))
+
+    def clock_cn(m: re.Match[str]) -> bool | None:
+        period, written = m.group(1), m.group(2)
+        if not (period or m.group(3) or m.group(0).endswith(("分", "半", "钟", "整"))):
+            return False
+        hour = int(written) if written.isdigit() else cn_number(written)
+        minute = 30 if m.group(5) else 0
+        if m.group(4):
+            minute = int(m.group(4)) if m.group(4).isdigit() else (cn_number(m.group(4)) or -1)
+        if hour is None:
+            return False
+        if (period in _PM_CN and hour < 12) or (period == "中午" and hour < 11):
+            hour += 12
+        return clock(hour, minute, str(cn_number(written) if not written.isdigit() else written))
+
     def quantity(m: re.Match[str]) -> bool | None:
         got = _amount(m)
         if got is None:
@@ -524,6 +571,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_DATE_EN_DMY, lambda m: date(m.group(3), _MONTHS[m.group(2)], int(m.group(1))))
     take(_DATE_EN_MY, lambda m: date(m.group(2), _MONTHS[m.group(1)], None))
     take(_YEAR_CN, lambda m: add("number", m.group(1)))
+    take(_CLOCK_EN, clock_en)
+    take(_CLOCK_CN, clock_cn)
     take(
         _TIME,
         lambda m: (
@@ -587,7 +636,7 @@ def _cn_amount(text: str) -> Decimal | None:
 
 
 def _en_amount(text: str | None) -> Decimal | None:
-    """The numerator of an English fraction: `a`/`an`/none = 1, digits or number words."""
+    """The numerator of an English fraction: `a`/`an` = 1, digits or number words."""
     if text is None or text in ("a", "an"):
         return Decimal(1)
     if text[0].isdigit():

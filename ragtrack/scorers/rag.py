@@ -35,6 +35,7 @@ from ragtrack.core.errors import InputError
 from ragtrack.core.registry import code_sha256, reaching
 from ragtrack.core.types import ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 from ragtrack.inputs.prompts import Prompt
+from ragtrack.nlp.asks import relevance_text
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.text import norm
 from ragtrack.scorers import reliability
@@ -290,7 +291,7 @@ def texts_of(inp: RagInputs, judge: RagJudge) -> set[str]:
     texts = {inp.question, focus(inp.question), *inp.contexts}
     sources = [*inp.contexts]
     if inp.answer.strip():
-        texts.add(inp.answer)
+        texts.update((inp.answer, relevance_text(inp.question, inp.answer)))
         texts.update(judge.statements(inp.answer))
     if inp.ground_truth_answer:
         texts.add(inp.ground_truth_answer)
@@ -456,8 +457,8 @@ class RagScorer(EmbeddingScorer):
     headline = "faithfulness"
     # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs
     # the question's focus, swapped operators; 4: changed and added words of near-copies, correctness by
-    # support
-    version = "4"
+    # support; 5: answer relevancy of what the answer adds and of the asked kind, no bare-ordinal fractions
+    version = "5"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

@@ -28,6 +28,8 @@ from ragtrack.nlp.facts import facts, provided_keys
         ("非常重要", 0),
         ("不得超过12米", 0),
         ("no more than 12 m", 0),
+        ("作出准予或不予注册的决定", 0),  # a predicate and its own negation: no negation
+        ("whether or not the fee is paid", 0),
     ],
 )
 def test_polarity_counts_negations_not_bounds_or_lexical_items(text, n):
@@ -149,3 +151,20 @@ def test_a_near_copy_that_adds_a_word_no_source_has_names_it():
 def test_words_leave_numerals_units_negations_and_operators_to_their_own_rules():
     assert words("Refunds are not paid within 3 days or three hours") == {"refund", "paid"}
     assert words("不得在三天内退款") == {"退款"}
+
+
+def test_a_near_copy_that_puts_every_where_the_source_says_first_and_third_changes_the_scope():
+    source = "The public can use the telescope on the first and third Friday of each month."
+    said = "The public can use the telescope on every Friday of each month."
+    assert conflict(said, source) == "scope: every where the source says first, third"
+
+
+def test_a_chinese_copy_that_restricts_a_whole_city_to_a_district_changes_the_scope():
+    source = "暴雨红色预警信号发布后，全市中小学、幼儿园停课。"
+    said = "暴雨红色预警信号发布后，仅主城区中小学、幼儿园停课。"
+    assert conflict(said, source) == "scope: 仅 where the source says 全市"
+
+
+def test_a_quantifier_only_dropped_does_not_change_the_scope():
+    source = "The public can use the telescope on the first and third Friday of each month."
+    assert conflict("The public can use the telescope on the first and third Friday.", source) is None

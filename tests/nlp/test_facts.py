@@ -83,6 +83,14 @@ def test_equal_facts_normalise_to_equal_tokens(a: str, b: str, tokens: list[str]
     ("text", "tokens"),
     [
         ("9:30 every morning", ["9:30"]),
+        ("from 8 pm to 11:30 p.m.", ["20:00", "23:30"]),
+        ("12 am", ["0:00"]),
+        ("下午5时30分至晚上八点半", ["17:30", "20:30"]),
+        ("每日9时开放", ["9:00"]),
+        ("第3点意见", ["3"]),  # a bare N点 is no clock time
+        ("三点五公斤", ["3.5kg"]),
+        ("the first and third Friday", []),  # ordinals, not the fraction 1/3
+        ("a third of the fee", ["1/3"]),
         ("Python 3.10", ["3.10"]),  # decimals as written: a version is not 3.1
         ("version 3.11.2", ["3.11.2"]),
         ("他说“你好世界”", ['"你好世界"']),
@@ -167,3 +175,13 @@ def test_a_date_provides_its_year() -> None:
 def test_a_title_agrees_by_containment_of_its_name() -> None:
     assert _missing("依照《公司法》办理", "《中华人民共和国公司法》第十二条") is None
     assert _missing("依照《劳动法》办理", "《劳动合同法》第十九条") == "《劳动法》"
+
+
+def test_a_clock_time_agrees_with_the_same_time_on_the_24_hour_clock_and_provides_its_hour() -> None:
+    assert (
+        missing_fact(
+            facts("between 20:00 and 23:00"), norm("from 8 pm to 11 pm"), provided_keys("from 8 pm to 11 pm")
+        )
+        is None
+    )
+    assert "8" in provided_keys("from 8 pm")
