@@ -20,7 +20,9 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
   "continually", 不仅 "not only", 不同 "different") is not a negation. Two texts of
   different counts of negations differ in polarity (a bound such as 不少于 or `no more
   than` is a relation operator, not a negation; a predicate joined to its own negation,
-  准予或不予 "grant or refuse" or `whether or not`, offers both and negates nothing).
+  准予或不予 "grant or refuse" or `whether or not`, offers both and negates nothing). A clause
+  with two negations affirms (`must not move without permission`, 不得不 "must"), so texts are
+  compared by how many of their clauses hold an odd number of negations.
 - **relation operators**: the words that set a bound or an order (`before`/`after`,
   `at least`/`at most`, `more than`/`less than`, `within`/`beyond`, `if`/`unless`,
   之前/之后, 以上/以下, 至少/最多, 超过/不超过; 前 后 内 after a number or a unit of
@@ -58,7 +60,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from ragtrack.nlp.entities import segment
-from ragtrack.nlp.facts import Fact, words_number
+from ragtrack.nlp.facts import Fact, facts, words_number
 from ragtrack.nlp.lexical import content_tokens
 from ragtrack.nlp.quantities import CN_UNITS, unit_of
 
@@ -70,6 +72,7 @@ __all__ = [
     "quantity_conflict",
     "relation_spans",
     "relations",
+    "support_tokens",
     "word_forms",
     "words",
 ]
@@ -220,7 +223,7 @@ def _fold(text: str) -> str:
 
 @lru_cache(maxsize=65536)
 def polarity(text: str) -> int:
-    """How many negations `text` has (see the module doc)."""
+    """How many clauses of `text` are negated: hold an odd number of negations (see the module doc)."""
     s = _fold(text)
     for pattern in (
         *_NEGATED_BOUND.values(),
@@ -229,9 +232,12 @@ def polarity(text: str) -> int:
         _ALTERNATIVE,
     ):  # a bound (不得超过, no more than) or an alternative (或不予, or not) is not a negation
         s = pattern.sub(" ", s)
-    n = sum(1 for w in _EN_WORD.findall(s) if w in _EN_NEGATORS or w.endswith("n't"))
-    n += len(_CN_NEGATOR.findall(_CN_NOT_NEGATION.sub("", s)))
-    return n
+    negated = 0
+    for clause in _CLAUSE_END.split(s):
+        n = sum(1 for w in _EN_WORD.findall(clause) if w in _EN_NEGATORS or w.endswith("n't"))
+        n += len(_CN_NEGATOR.findall(_CN_NOT_NEGATION.sub("", clause)))
+        negated += n % 2  # two negations in one clause affirm (`not … without`, 不得不)
+    return negated
 
 
 @lru_cache(maxsize=65536)
@@ -428,6 +434,17 @@ def word_forms(tokens: frozenset[str]) -> frozenset[str]:
     """`words` of a set of content tokens."""
     stem = _stemmer().stemWord
     return frozenset(stem(t) if t.isascii() else t for t in tokens if not _numeral_or_unit(t))
+
+
+@lru_cache(maxsize=65536)
+def support_tokens(text: str) -> frozenset[str]:
+    """The tokens a statement's lexical match with a source counts (SPEC §3): content tokens stemmed by
+    Snowball, without numerals and unit words, plus each fact's value key (its token when it has none), so
+    `Bookings … two days ahead` shares `book` and `time:172800` with `book … 48 hours beforehand`."""
+    stem = _stemmer().stemWord
+    out = {stem(t) if t.isascii() else t for t in content_tokens(text) if not _numeral_or_unit(t)}
+    out.update(f.value or f.token for f in facts(text) if f.kind not in ("title", "quote"))
+    return frozenset(out)
 
 
 def _numeral_or_unit(token: str) -> bool:

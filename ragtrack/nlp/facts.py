@@ -37,7 +37,11 @@ Numbers: digits with `,` thousands separators (`1,000` = `1000`) and decimals as
 not a fact. **Decisions** (a word that is usually not a number must not become a fact
 that every other text then lacks): the Chinese numeral `一` and the word `one` count only
 as part of a larger number or directly before a unit (`一年`, `one day`); a Chinese
-numeral run counts only before a unit or classifier, after `第` or `百分之`.
+numeral run counts only before a unit or classifier, after `第` or `百分之`. The article
+`a`/`an` is the numeral one before a singular unit, one adjective allowed between (`a
+year`, `a full year`, `an extra month` → `1y`, `1mo`), not after a frequency (`twice a
+day`, `three times a week`: there it means per) nor before a number word or ordinal (`a
+half hour`).
 """
 
 from __future__ import annotations
@@ -341,6 +345,7 @@ _ORDINAL = "|".join(
 _FRACTION_EN = re.compile(
     rf"{_NOT_AFTER_LETTER}(a|an|{_WORD_NUM}|\d+)[\s-]+({_ORDINAL})\b(?!-)"
 )  # a third, two-thirds; a bare ordinal (`the third Friday`) is no fraction
+_HALF_ALONE_EN = re.compile(r"(?<![a-z-])half(?![a-z-])")  # half the sky: `half` is no ordinal
 _HALF_CN = re.compile(
     f"([{_CN_NUM}]+|\\d+)(?:个半({_UNIT_ALT_CN}|月)|({_UNIT_ALT_CN})半)"
 )  # 一年半, 两个半小时
@@ -363,6 +368,14 @@ _RANGE = re.compile(
 _QUANTITY = re.compile(
     rf"{_NOT_AFTER_LETTER}{_AMOUNT}"
     rf"(?:[\s-]?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
+)
+# `a year`, `an extra month`: the indefinite article is the numeral one before a singular unit (one
+# adjective may stand between); taken after rates, so `$5 a month` stays a rate.
+# After a frequency (`twice a day`, `three times a week`) `a` means per: no quantity.
+_FREQUENCY = re.compile(r"\b(?:once|twice|thrice|times)\s+$")
+_ONE_UNIT_EN = re.compile(
+    rf"\b(?:a|an)\s+"
+    rf"(?:(?!(?:{_UNIT_ALT})(?![a-z]))([a-z]+)\s+)?((?:{_UNIT_ALT})(?![a-z-]))"
 )
 # A rate: an amount per a unit or per an amount (`112.5 g per litre`, `22.5 g of sugars per 100 g`,
 # `$5 a month`, `每100毫升含糖11.25克`, `108元/亩`); up to three words may stand between the amount and
@@ -442,6 +455,7 @@ def facts(text: str | None) -> list[Fact]:
 @lru_cache(maxsize=65536)
 def _facts(text: str) -> tuple[Fact, ...]:
     s = unicodedata.normalize("NFKC", text).casefold()
+    folded = s  # as written: `s` loses each span a kind takes
     out: list[Fact] = []
 
     def add(
@@ -526,6 +540,14 @@ def _facts(text: str) -> tuple[Fact, ...]:
             hour += 12
         return clock(hour, minute, str(cn_number(written) if not written.isdigit() else written))
 
+    def one_unit(m: re.Match[str]) -> bool | None:
+        adjective, word = m.group(1), m.group(2)
+        if word.endswith("s") or (adjective and (adjective in _ORDINALS or words_number([adjective]))):
+            return False  # `a` goes with a singular noun; `a half hour`, `a third day` are not one unit
+        if _FREQUENCY.search(folded, 0, m.start()):
+            return False
+        return _unit_amount(Decimal(1), word, Decimal(0), add)
+
     def quantity(m: re.Match[str]) -> bool | None:
         got = _amount(m)
         if got is None:
@@ -591,6 +613,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
             add,
         ),
     )
+    take(_HALF_ALONE_EN, lambda m: _fraction(Decimal(1), Decimal(2), add))
     take(
         _HALF_CN,
         lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2) or m.group(3), Decimal("0.5"), add),
@@ -622,6 +645,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_BETWEEN, range_)
     take(_RANGE, range_)
     take(_QUANTITY, quantity)
+    take(_ONE_UNIT_EN, one_unit)
     return tuple(out)
 
 

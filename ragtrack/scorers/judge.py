@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from rapidfuzz import fuzz
 
 from ragtrack.nlp.asks import ask, relevance_text, states
-from ragtrack.nlp.contradiction import added_words, conflict, quantity_conflict, words
+from ragtrack.nlp.contradiction import added_words, conflict, quantity_conflict, support_tokens, words
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.facts import facts, missing_fact, provided_keys
 from ragtrack.nlp.lexical import content_tokens, coverage, split_statements
@@ -163,7 +163,7 @@ class OfflineJudge:
         if not statements or not sents:
             return unmatched(statements)
         joined = "\n".join(sources)
-        whole, keys, all_tokens = norm(joined), provided_keys(joined), content_tokens(joined)
+        whole, keys, all_tokens = norm(joined), provided_keys(joined), support_tokens(joined)
         cos = self.similarities(statements, sents)
         return [self._verdict(st, cos[i], sents, whole, keys, all_tokens) for i, st in enumerate(statements)]
 
@@ -181,8 +181,8 @@ class OfflineJudge:
         n = norm(st)
         if n and n in whole:
             return Verdict(statement=st, supported=True, score=1.0, closeness=1.0)
-        tokens = content_tokens(st)
-        lex = [coverage(tokens, content_tokens(s)) for s in sents]
+        tokens = support_tokens(st)
+        lex = [coverage(tokens, support_tokens(s)) for s in sents]
         best = max(range(len(sents)), key=lambda j: (max(float(cos[j]), lex[j]), -j))
         evidence = sents[best]
         closeness = 0.5 * max(0.0, float(cos[best])) + 0.5 * fuzz.partial_ratio(n, norm(evidence)) / 100

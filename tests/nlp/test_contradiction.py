@@ -11,6 +11,7 @@ from ragtrack.nlp.contradiction import (
     quantity_conflict,
     relation_spans,
     relations,
+    support_tokens,
     words,
 )
 from ragtrack.nlp.facts import facts, provided_keys
@@ -30,6 +31,9 @@ from ragtrack.nlp.facts import facts, provided_keys
         ("no more than 12 m", 0),
         ("作出准予或不予注册的决定", 0),  # a predicate and its own negation: no negation
         ("whether or not the fee is paid", 0),
+        ("The driver must not move the train without permission.", 0),  # two negations in a clause affirm
+        ("不得不停车", 0),
+        ("The fee is not refunded, and no interest is paid.", 2),  # two negated clauses
     ],
 )
 def test_polarity_counts_negations_not_bounds_or_lexical_items(text, n):
@@ -168,3 +172,10 @@ def test_a_chinese_copy_that_restricts_a_whole_city_to_a_district_changes_the_sc
 def test_a_quantifier_only_dropped_does_not_change_the_scope():
     source = "The public can use the telescope on the first and third Friday of each month."
     assert conflict("The public can use the telescope on the first and third Friday.", source) is None
+
+
+def test_support_tokens_are_stems_and_values_not_spellings():
+    said = support_tokens("Bookings have to be made online two days ahead.")
+    source = support_tokens("Visitors must book online at least 48 hours beforehand.")
+    assert {"book", "onlin", "time:172800"} <= said & source
+    assert not {"two", "48", "day", "hour"} & (said | source)

@@ -91,6 +91,10 @@ def test_equal_facts_normalise_to_equal_tokens(a: str, b: str, tokens: list[str]
         ("三点五公斤", ["3.5kg"]),
         ("the first and third Friday", []),  # ordinals, not the fraction 1/3
         ("a third of the fee", ["1/3"]),
+        ("it adds a full year", ["1y"]),
+        ("one working day or an extra month", ["1wd", "1mo"]),
+        ("take it twice a day for a week", ["1w"]),  # `a` after a frequency means per
+        ("a few days", []),  # `a` goes with a singular noun
         ("Python 3.10", ["3.10"]),  # decimals as written: a version is not 3.1
         ("version 3.11.2", ["3.11.2"]),
         ("他说“你好世界”", ['"你好世界"']),
