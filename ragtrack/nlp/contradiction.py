@@ -26,7 +26,9 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
 - **relation operators**: the words that set a bound or an order (`before`/`after`,
   `at least`/`at most`, `more than`/`less than`, `within`/`beyond`, `if`/`unless`,
   之前/之后, 以上/以下, 至少/最多, 超过/不超过; 前 后 内 after a number or a unit of
-  time), each with the operators that bound the other way. A statement whose operator
+  time; a span bounded from above and counted from an event is `within` it: `no more than
+  thirty days after the inspection` = `within 30 days of the inspection`), each with the
+  operators that bound the other way. A statement whose operator
   is not in its evidence, while one bounding the other way is, changes a condition; so
   does one whose operator stands, in the character alignment of the two texts, where the
   evidence has its opposite (30日后 for 30日内), whatever operators both texts share.
@@ -37,6 +39,11 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
   quantifier of one kind where the evidence has one of the other (`every Friday` for `the
   first and third Friday`, 仅主城区 for 全市) changes the claim's scope; a quantifier only
   dropped or only added is not compared.
+- **connectives** (version 5): `and` demands both requirements, `or` either. A statement that
+  keeps its evidence's wording and joins two requirements with the other one (`or have held`
+  for `and have held`; 或 for 并且 before a verb) changes a condition. Only a connective before
+  an auxiliary or modal verb (or, in Chinese, a verb) joins requirements; between nouns (`digital
+  content or subscriptions`) it lists, and is not compared.
 - **quantities** (`ragtrack.nlp.facts`): an amount of a family (time, money, length …) that
   the sources do not hold, where the evidence holds an amount of the same family,
   contradicts it.
@@ -60,7 +67,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from ragtrack.nlp.entities import segment
-from ragtrack.nlp.facts import Fact, facts, words_number
+from ragtrack.nlp.facts import UNIT_CODES, Fact, facts, words_number
 from ragtrack.nlp.lexical import content_tokens
 from ragtrack.nlp.quantities import CN_UNITS, unit_of
 
@@ -195,6 +202,26 @@ _CN_SOME = re.compile("^(?:仅|只|部分|某些|某|个别|少数|第)")
 # A predicate joined to its own negation offers both (准予或不予 "grant or refuse", `whether or not`): no
 # negation.
 _ALTERNATIVE = re.compile(r"(?:或者|或|还是)[不未没]|\bor\s+not\b")
+# A span bounded from above and counted from an event is `within` it: `no more than thirty days after
+# the inspection` = `within 30 days of the inspection`.
+_EN_TIME_WORDS = "|".join(
+    sorted(
+        (re.escape(w) for w, _ in UNIT_CODES.items() if w.isascii() and (u := unit_of(w)) and "time" in u[0]),
+        key=len,
+        reverse=True,
+    )
+)
+_BOUNDED_SPAN = re.compile(
+    r"\b(?:no more than|not more than|at most|up to|no later than|not later than)\s+"
+    rf"(?:[\w.,-]+\s+){{1,3}}?(?:{_EN_TIME_WORDS})\s+(?:after|following|from|of)\b"
+)
+# Connectives: `A and B` demands both, `A or B` either; a near-copy that swaps them changes a condition.
+_EN_CONNECTIVES = {"and": "and", "or": "or"}
+_CN_CONNECTIVES = {"并且": "and", "而且": "and", "且": "and", "和": "and", "或者": "or", "或": "or"}
+_EN_AUX = frozenset(
+    "be is are was were been have has had must may might can could shall should will would do does did need"
+    " ".split()
+)  # auxiliaries and modals: a connective before one joins verb phrases (requirements)
 # A negated bound is the opposite bound, not a negation: 不得超过 = at most, must not exceed = at most.
 _NEGATED_BOUND = {
     "max": re.compile(
@@ -258,7 +285,8 @@ def relation_spans(folded: str) -> tuple[tuple[int, int, str], ...]:
     found = [
         (m.start(), m.end(), name) for name, pattern in _NEGATED_BOUND.items() for m in pattern.finditer(s)
     ]
-    for pattern in _NEGATED_BOUND.values():
+    found += [(m.start(), m.end(), "within") for m in _BOUNDED_SPAN.finditer(s)]
+    for pattern in (*_NEGATED_BOUND.values(), _BOUNDED_SPAN):
         s = pattern.sub(_blank, s)
     found += [(m.start(1), m.end(1), _EN_RELATIONS[m.group(1)]) for m in _EN_REL.finditer(s)]
     found += [
@@ -356,7 +384,7 @@ def conflict(statement: str, evidence: str) -> str | None:
         rival = sorted((_OPPOSITE[r] & its) - ours)
         if rival:
             return f"condition: {r} where the source says {rival[0]}"
-    scope = _swapped_scope(said, source)
+    scope = _swapped_scope(said, source) or _swapped_connective(said, source)
     if scope:
         return scope
     swapped = _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur
@@ -394,6 +422,36 @@ def _swapped_scope(said: str, source: str) -> str | None:
         its = sorted(w for k, w in lost if k == other)
         if ours and its:
             return f"scope: {', '.join(ours)} where the source says {', '.join(its)}"
+    return None
+
+
+def connectives(text: str) -> Counter[str]:
+    """How often `text` joins two requirements with `and` and with `or`: a connective before an auxiliary or
+    modal verb (`or have held`, `and must`), or in Chinese before a verb as jieba tags it (或持有, 并且持有).
+    Between nouns (`digital content or subscriptions`) they list, and are not compared."""
+    s = _fold(text)
+    found = _EN_WORD.findall(s)
+    out: Counter[str] = Counter(
+        _EN_CONNECTIVES[w]
+        for w, after in zip(found, found[1:], strict=False)
+        if w in _EN_CONNECTIVES and after in _EN_AUX
+    )
+    for run in _CJK_RUN.findall(s):
+        cut = segment(run)
+        out.update(
+            _CN_CONNECTIVES[w]
+            for (w, _), (_, tag) in zip(cut, cut[1:], strict=False)
+            if w in _CN_CONNECTIVES and tag[0] == "v"
+        )
+    return out
+
+
+def _swapped_connective(said: str, source: str) -> str | None:
+    """`or` where the source says `and`, or the reverse: `condition: or where the source says and`."""
+    mine, theirs = connectives(said), connectives(source)
+    gained, lost = mine - theirs, theirs - mine
+    if len(gained) == 1 and len(lost) == 1 and gained.keys() != lost.keys():
+        return f"condition: {next(iter(gained))} where the source says {next(iter(lost))}"
     return None
 
 

@@ -38,10 +38,11 @@ not a fact. **Decisions** (a word that is usually not a number must not become a
 that every other text then lacks): the Chinese numeral `一` and the word `one` count only
 as part of a larger number or directly before a unit (`一年`, `one day`); a Chinese
 numeral run counts only before a unit or classifier, after `第` or `百分之`. The article
-`a`/`an` is the numeral one before a singular unit, one adjective allowed between (`a
-year`, `a full year`, `an extra month` → `1y`, `1mo`), not after a frequency (`twice a
-day`, `three times a week`: there it means per) nor before a number word or ordinal (`a
-half hour`).
+`a`/`an` is the numeral one before a singular unit, or before `full`, `whole`, `entire`,
+`single`, `extra`, `further`, `additional` or `complete` and one (`a year`, `a full year`, `an
+extra month` → `1y`, `1mo`); not after a frequency or a distributive word (`twice a day`,
+`three times a week`, `90 days in a year`, `per`, `each`, `every`: there it means per), not
+`a second` (the ordinal), not before a number word or ordinal (`a half hour`).
 """
 
 from __future__ import annotations
@@ -225,7 +226,7 @@ for _code, _spellings in {
     "kg": ["千克", "公斤", "kilograms", "kilogram", "kg"],
     "ml": ["毫升", "milliliters", "millilitres", "milliliter", "millilitre", "ml"],
     "l": ["升", "liters", "litres", "liter", "litre"],
-    "km": ["公里", "千米", "kilometers", "kilometres", "km"],
+    "km": ["公里", "千米", "kilometers", "kilometres", "kilometer", "kilometre", "km"],
     "m": ["米", "meters", "metres", "meter", "metre"],
     "cm": ["厘米", "centimeters", "centimetres", "centimeter", "centimetre", "cm"],
     "mm": ["毫米", "millimeters", "millimetres", "millimeter", "millimetre", "mm"],
@@ -345,6 +346,14 @@ _ORDINAL = "|".join(
 _FRACTION_EN = re.compile(
     rf"{_NOT_AFTER_LETTER}(a|an|{_WORD_NUM}|\d+)[\s-]+({_ORDINAL})\b(?!-)"
 )  # a third, two-thirds; a bare ordinal (`the third Friday`) is no fraction
+_FRACTION_OF_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(a|an|{_WORD_NUM}|\d+)[\s-]+({_ORDINAL})\s+of\s+(?:a|an|one)\s+((?:{_UNIT_ALT})(?![a-z]))"
+)  # a quarter of a kilogram = 0.25 kg, two thirds of an hour
+# An age: `21 years old`, `21 years of age`, `aged 21`, `21 or older` (older speaks of age)
+_AGE_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(?:aged\s+({_NUM}|{_WORD_NUM})"
+    rf"|({_NUM}|{_WORD_NUM})(?:[\s-]+(?:years?|yrs?)[\s-]+(?:old|of\s+age)|\s+(?:years?\s+)?or\s+older))"
+)
 _HALF_ALONE_EN = re.compile(r"(?<![a-z-])half(?![a-z-])")  # half the sky: `half` is no ordinal
 _HALF_CN = re.compile(
     f"([{_CN_NUM}]+|\\d+)(?:个半({_UNIT_ALT_CN}|月)|({_UNIT_ALT_CN})半)"
@@ -352,7 +361,9 @@ _HALF_CN = re.compile(
 _HALF_EN = re.compile(
     rf"{_NOT_AFTER_LETTER}(?:(a|an|one|{_WORD_NUM}|\d+)\s+({_UNIT_ALT})\s+and\s+a\s+half|half\s+(?:a|an)\s+({_UNIT_ALT}))\b"
 )  # a year and a half, half a year
-_HALF_ALONE_CN = re.compile(f"(?<![{_CN_NUM}0-9个])半个?({_UNIT_ALT_CN}|月)")  # 半年, 半个月, 半小时
+_HALF_ALONE_CN = re.compile(
+    f"(?<![{_CN_NUM}0-9个上下前后])半个?({_UNIT_ALT_CN}|月)"
+)  # 半年, 半个月, 半小时; 上半月, 下半年 name a half of the period, not an amount
 _TENTHS_CN = re.compile(
     f"([{_CN_NUM}]+|\\d+)(米|块|元)([一二三四五六七八九])(?![{_CN_NUM}点个]|{_UNIT_ALT_CN})"
 )  # 一米二
@@ -372,10 +383,10 @@ _QUANTITY = re.compile(
 # `a year`, `an extra month`: the indefinite article is the numeral one before a singular unit (one
 # adjective may stand between); taken after rates, so `$5 a month` stays a rate.
 # After a frequency (`twice a day`, `three times a week`) `a` means per: no quantity.
-_FREQUENCY = re.compile(r"\b(?:once|twice|thrice|times)\s+$")
+_FREQUENCY = re.compile(r"\b(?:once|twice|thrice|times|in|per|each|every)\s+$")  # `90 days in a year`
 _ONE_UNIT_EN = re.compile(
     rf"\b(?:a|an)\s+"
-    rf"(?:(?!(?:{_UNIT_ALT})(?![a-z]))([a-z]+)\s+)?((?:{_UNIT_ALT})(?![a-z-]))"
+    rf"(?:(full|whole|entire|single|extra|further|additional|complete)\s+)?((?:{_UNIT_ALT})(?![a-z-]))"
 )
 # A rate: an amount per a unit or per an amount (`112.5 g per litre`, `22.5 g of sugars per 100 g`,
 # `$5 a month`, `每100毫升含糖11.25克`, `108元/亩`); up to three words may stand between the amount and
@@ -491,14 +502,15 @@ def _facts(text: str) -> tuple[Fact, ...]:
     def date(y: str | None, mo: int | None, d: int | None) -> bool | None:
         if mo is None or not 1 <= mo <= 12 or (d is not None and not 1 <= d <= 31):
             return False
+        month = f"--{mo:02d}"  # every date provides its month, which a month alone (11月初) is
         if y and d:
-            add("date", f"{y}-{mo:02d}-{d:02d}", f"{y}-{mo:02d}", y, f"{mo:02d}-{d:02d}")
+            add("date", f"{y}-{mo:02d}-{d:02d}", f"{y}-{mo:02d}", y, f"{mo:02d}-{d:02d}", month)
         elif y:
-            add("date", f"{y}-{mo:02d}", y)
+            add("date", f"{y}-{mo:02d}", y, month)
         elif d:
-            add("date", f"{mo:02d}-{d:02d}")
+            add("date", f"{mo:02d}-{d:02d}", month)
         else:
-            return False
+            add("date", month)
         return None
 
     def range_(m: re.Match[str]) -> None:
@@ -544,8 +556,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
         adjective, word = m.group(1), m.group(2)
         if word.endswith("s") or (adjective and (adjective in _ORDINALS or words_number([adjective]))):
             return False  # `a` goes with a singular noun; `a half hour`, `a third day` are not one unit
-        if _FREQUENCY.search(folded, 0, m.start()):
-            return False
+        if word == "second" or _FREQUENCY.search(folded, 0, m.start()):
+            return False  # `a second person`: the ordinal
         return _unit_amount(Decimal(1), word, Decimal(0), add)
 
     def quantity(m: re.Match[str]) -> bool | None:
@@ -604,7 +616,18 @@ def _facts(text: str) -> tuple[Fact, ...]:
         ),
     )
     take(_FRACTION_CN, lambda m: _fraction(_cn_amount(m.group(2)), _cn_amount(m.group(1)), add))
+    take(_AGE_EN, lambda m: _unit_amount(_en_amount(m.group(1) or m.group(2)), "岁", Decimal(0), add))
     take(_HALF_EN, lambda m: _half_en(m, add))
+    take(
+        _FRACTION_OF_EN,
+        lambda m: _unit_amount(
+            Decimal(0),
+            m.group(3),
+            (_en_amount(m.group(1)) or Decimal(0))
+            / Decimal(_ORDINALS[m.group(2).removesuffix("s") if m.group(2) != "halves" else "half"]),
+            add,
+        ),
+    )
     take(
         _FRACTION_EN,
         lambda m: _fraction(

@@ -179,3 +179,26 @@ def test_support_tokens_are_stems_and_values_not_spellings():
     source = support_tokens("Visitors must book online at least 48 hours beforehand.")
     assert {"book", "onlin", "time:172800"} <= said & source
     assert not {"two", "48", "day", "hour"} & (said | source)
+
+
+def test_or_where_the_source_says_and_between_requirements_changes_a_condition():
+    source = "Each driver must be at least 21 years old and have held a licence for 2 years."
+    said = "Each driver must be at least 21 years old or have held a licence for 2 years."
+    assert conflict(said, source) == "condition: or where the source says and"
+
+
+def test_and_or_or_between_nouns_only_lists():
+    source = "Section 3.1 requires apps that sell digital content or subscriptions to use in-app purchase."
+    said = "Section 3.1 requires apps that sell digital content and subscriptions to use in-app purchase."
+    assert conflict(said, source) is None
+
+
+def test_a_bounded_span_after_an_event_is_within_it():
+    assert relations("Claims are paid no more than thirty days after the inspection.") == {"within"}
+    assert (
+        conflict(
+            "Approved claims are paid no more than thirty days after the inspection.",
+            "Approved claims are paid within 30 days of the inspection.",
+        )
+        is None
+    )

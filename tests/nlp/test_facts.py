@@ -95,6 +95,14 @@ def test_equal_facts_normalise_to_equal_tokens(a: str, b: str, tokens: list[str]
         ("one working day or an extra month", ["1wd", "1mo"]),
         ("take it twice a day for a week", ["1w"]),  # `a` after a frequency means per
         ("a few days", []),  # `a` goes with a singular noun
+        ("90 days in a contract year", ["90d"]),  # `in a year`: per, no amount
+        ("a second person may drive", []),  # the ordinal
+        ("under a quarter of a kilogram", ["0.25kg"]),
+        ("more than half a kilometre away", ["0.5km"]),
+        ("at least 21 years old", ["21age"]),
+        ("twenty-one or older", ["21age"]),
+        ("报名在8月上半月进行", ["--08"]),  # the first half of August: no amount
+        ("11月初开始", ["--11"]),
         ("Python 3.10", ["3.10"]),  # decimals as written: a version is not 3.1
         ("version 3.11.2", ["3.11.2"]),
         ("他说“你好世界”", ['"你好世界"']),
@@ -189,3 +197,7 @@ def test_a_clock_time_agrees_with_the_same_time_on_the_24_hour_clock_and_provide
         is None
     )
     assert "8" in provided_keys("from 8 pm")
+
+
+def test_a_date_provides_its_month_alone() -> None:
+    assert missing_fact(facts("11月初开始"), norm("自11月1日起"), provided_keys("自11月1日起")) is None
