@@ -14,7 +14,9 @@ mechanisms read what is left:
 - **The kind of value asked for** comes from the interrogative, a closed class of words:
   `duration` (how long / how quickly / how soon / how often, how many days …, 多久,
   多长时间, 多少天, 几个月 …), `time` (a fronted `when`, what year / date / time / day,
-  何时, 什么时候, 哪一年, 几点 …), `amount` (how much / how many / how far …, what
+  何时, 什么时候, 哪一年, 哪些时段, 哪段时间, 几点 …), `money` (how much money, how many
+  dollars …, 多少钱, 多少元 …: currency units from the unit table), `amount` (how much / how
+  many / how far …, what
   percentage / proportion, 多少, 几 + a classifier, 多大 …) and `polar` (a question opened by
   an auxiliary or modal verb, 是否, 能否, 吗 …). Time units are the unit table's
   (`quantities.unit_of`). English `when` counts only where a question word stands (at the
@@ -26,7 +28,8 @@ mechanisms read what is left:
 
 `states(kind, text)`: a `duration` is a fact whose value is a time (or a rate over time) or a
 range of times,
-a `time` a date, a clock time, a year (4 digits, 1000–2999), a weekday or a month name, an
+a `time` a date, a clock time, a year (4 digits, 1000–2999), a weekday or a month name, `money`
+an amount of a currency, an
 `amount` any number, quantity, percentage or range (`facts.facts`); `polar` and no kind are
 always stated.
 """
@@ -68,7 +71,17 @@ _EN_POLAR = re.compile(
     r"^(?:is|are|was|were|am|do|does|did|can|could|may|might|must|shall|should|will|would|has|have|had)\b"
 )
 _ZH_DURATION = re.compile(f"多久|多长时间|多少时间|(?:多少|几)(?:个)?(?:{_CN_TIME_UNITS})")
-_ZH_TIME = re.compile("何时|什么时候|什么时间|哪一?(?:年|天|日|月)|哪个月|几[月号点]")
+_ZH_TIME = re.compile(
+    "何时|什么时候|什么时间|什么时段|哪一?(?:年|天|日|月)|哪个月|几[月号点]"
+    "|哪(?:些|个|一)?段?(?:时段|时间段|时间|时候|时期)"
+)
+_CN_MONEY_UNITS = "|".join(
+    re.escape(u)
+    for u in sorted(CN_UNITS, key=len, reverse=True)
+    if (unit := unit_of(u)) is not None and unit[0].startswith("currency")
+)
+_ZH_MONEY = re.compile(f"多少钱|(?:多少|几)(?:{_CN_MONEY_UNITS})")
+_EN_MONEY = re.compile(rf"{_EN_OPEN}how\s+much\s+money\b")
 _ZH_AMOUNT = re.compile("多少|几[^\\s，。？?、]|多[大高远重宽深长]")
 _ZH_POLAR = re.compile("是否|能否|可否|有没有|是不是|能不能|可不可以|会不会|吗\\s*[？?]?\\s*$")
 
@@ -87,8 +100,8 @@ def _fold(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def ask(question: str) -> str | None:
-    """The kind of value `question` asks for: `duration`, `time`, `amount`, `polar` or None (see the module
-    doc)."""
+    """The kind of value `question` asks for: `duration`, `time`, `money`, `amount`, `polar` or None (see the
+    module doc)."""
     q = _fold(question)
     if _EN_DURATION.search(q) or _ZH_DURATION.search(q):
         return "duration"
@@ -99,6 +112,12 @@ def ask(question: str) -> str | None:
                 return "duration"
     if _EN_TIME.search(q) or _ZH_TIME.search(q):
         return "time"
+    if _EN_MONEY.search(q) or _ZH_MONEY.search(q):
+        return "money"
+    for m in _EN_HOW_MANY.finditer(q):
+        unit = unit_of(m.group(1).split()[0])
+        if unit is not None and unit[0].startswith("currency"):
+            return "money"
     if _EN_AMOUNT.search(q) or _ZH_AMOUNT.search(q):
         return "amount"
     if _EN_POLAR.search(q) or _ZH_POLAR.search(q):
@@ -117,6 +136,8 @@ def states(kind: str | None, text: str) -> bool:
             or (f.kind == "range" and f.token.lstrip("0123456789.-") in _TIME_CODES)
             for f in found
         )
+    if kind == "money":
+        return any((f.value or "").startswith("currency") for f in found)
     if kind == "time":
         return any(f.kind in ("date", "time") for f in found) or bool(
             _YEAR.search(text) or _CALENDAR.search(_fold(text))

@@ -55,6 +55,7 @@ from ragtrack.scorers.llm_batch import JudgeLLMSettings, LlmBatch, llm_info, loa
 from ragtrack.scorers.llm_judge import PROMPTS as LLM_JUDGE_PROMPTS
 from ragtrack.scorers.llm_judge import LlmJudge
 from ragtrack.scorers.nli_judge import NliJudge, NliModel
+from ragtrack.scorers.reranker import RerankedJudge, Reranker
 
 __all__ = [
     "METRICS",
@@ -90,6 +91,21 @@ METRICS = (
 
 
 NLI_KEYS = {"nli_model", "nli_batch_size", "nli_candidates"}  # logged only when the nli backend judges
+RERANKER_KEYS = {"reranker_model", "reranker_batch_size"}  # logged only when a reranker judges relevance
+RELEVANCE = ("answer_relevancy", "context_relevance")
+
+
+def _found(model: str | None) -> str | None:
+    """A model that cannot be found fails when the scorer is built, before any run starts."""
+    from ragtrack.clients.embeddings import resolve_model
+
+    if model is None:
+        return model
+    try:
+        resolve_model(model)
+    except InputError as e:
+        raise ValueError(f"{model}: {e.problem}") from None
+    return model
 
 
 class SupportParams(ScorerParams):
@@ -115,16 +131,7 @@ class SupportParams(ScorerParams):
     @field_validator("model", "nli_model")
     @classmethod
     def _model_exists(cls, v: str | None) -> str | None:
-        """A model that cannot be found fails when the scorer is built, before any run starts."""
-        from ragtrack.clients.embeddings import resolve_model
-
-        if v is None:
-            return v
-        try:
-            resolve_model(v)
-        except InputError as e:
-            raise ValueError(f"{v}: {e.problem}") from None
-        return v
+        return _found(v)
 
     @model_validator(mode="after")
     def _backend_has_its_settings(self) -> SupportParams:
@@ -145,6 +152,22 @@ class RagParams(SupportParams):
     correctness_f1_weight: float = Field(
         default=1.0, ge=0, le=1
     )  # 1: no cosine term (it favours near-copies)
+    # answer_relevancy and context_relevance from this reranking cross-encoder (offline and nli backends)
+    reranker_model: str | None = reaching("model", None)
+    reranker_batch_size: int = Field(default=16, ge=1)
+
+    @field_validator("reranker_model")
+    @classmethod
+    def _reranker_exists(cls, v: str | None) -> str | None:
+        return _found(v)
+
+    @model_validator(mode="after")
+    def _reranker_has_a_backend_to_serve(self) -> RagParams:
+        if self.reranker_model and self.backend == "llm":
+            raise ValueError(
+                "reranker_model serves the offline and nli backends; the llm backend judges relevance"
+            )
+        return self
 
 
 class RagInputs(BaseModel):
@@ -323,6 +346,7 @@ class EmbeddingScorer(Scorer):
     p: SupportParams
     _encoder: Encoder | None = None
     _nli: NliModel | None = None
+    _reranker: Reranker | None = None
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -340,7 +364,9 @@ class EmbeddingScorer(Scorer):
         """Every parameter; the `llm` block (flat, with the prompts' sha256) and the `nli_*` keys only with
         their backend."""
         params: dict[str, Any] = self.p.model_dump(
-            exclude={"llm"} | (set() if self.p.backend == "nli" else NLI_KEYS)
+            exclude={"llm"}
+            | (set() if self.p.backend == "nli" else NLI_KEYS)
+            | (set() if self.reranker_name else RERANKER_KEYS)
         )
         if (llm := self.llm_settings) is not None:
             params.update(llm_info(llm, self.prompts))
@@ -369,10 +395,30 @@ class EmbeddingScorer(Scorer):
             sources_lexical_threshold=self.p.sources_lexical_threshold,
             relevance_cosine_weight=self.p.relevance_cosine_weight,
         )
-        if self.p.backend == "nli":
-            return NliJudge(self.nli(), offline, candidates=self.p.nli_candidates)
         llm = self.llm_settings
-        return offline if llm is None else LlmJudge(LlmBatch(llm, self.name), self.prompts, offline)
+        if llm is not None:
+            return LlmJudge(LlmBatch(llm, self.name), self.prompts, offline)
+        judge: RagJudge = (
+            NliJudge(self.nli(), offline, candidates=self.p.nli_candidates)
+            if self.p.backend == "nli"
+            else offline
+        )
+        return judge if self.reranker_name is None else RerankedJudge(judge, self.reranker())
+
+    @property
+    def reranker_name(self) -> str | None:
+        """The reranker judging relevance (`rag`'s `reranker_model`), or None."""
+        return getattr(self.p, "reranker_model", None)
+
+    def reranker(self) -> Reranker:
+        if self._reranker is None:
+            assert self.reranker_name is not None
+            self._reranker = Reranker(
+                self.reranker_name,
+                batch_size=getattr(self.p, "reranker_batch_size", 16),
+                field=f"scorers.{self.name}.reranker_model",
+            )
+        return self._reranker
 
     def nli(self) -> NliModel:
         if self._nli is None:
@@ -384,7 +430,10 @@ class EmbeddingScorer(Scorer):
 
     def trust_note(self, metric: str) -> str:
         """The report's words on how far `metric` can be trusted (`scorers.reliability`)."""
-        return reliability.note(self.name, self.version, self.p.backend, metric)
+        reranked = self.reranker_name is not None and metric in RELEVANCE
+        return reliability.note(
+            self.name, self.version, self.p.backend + ("+reranker" if reranked else ""), metric
+        )
 
     def scored_info(self) -> ComponentInfo:
         """`info` plus the embedding model's identity (name and weights sha256) once it is known, the nli
@@ -398,6 +447,9 @@ class EmbeddingScorer(Scorer):
         if self.p.backend == "nli":
             nli = self.nli().identity
             provenance.update(nli_model=nli.name, nli_model_sha256=nli.sha256)
+        if self.reranker_name is not None:
+            reranker = self.reranker().identity
+            provenance.update(reranker_model=reranker.name, reranker_model_sha256=reranker.sha256)
         return self.info.model_copy(update={"provenance": provenance}) if provenance else self.info
 
     def score(self, batch: Batch) -> ScorerOutput:
@@ -420,8 +472,13 @@ class EmbeddingScorer(Scorer):
             judge.prefetch(evaluate)
         else:
             judge.prepare(set().union(*(self.texts_of(inp, judge) for _, inp in cases)))
-            if isinstance(judge, NliJudge):
-                judge.prefetch(evaluate)
+            if isinstance(judge, RerankedJudge):
+                judge.reranker.prefetch(
+                    (inp.question, t) for _, inp in cases for t in (*inp.contexts, inp.answer) if t.strip()
+                )
+            support = judge.inner if isinstance(judge, RerankedJudge) else judge
+            if isinstance(support, NliJudge):
+                support.prefetch(evaluate)
         table = evaluate()
         metrics = self.aggregate(table)
         report = self.report(table, metrics)
