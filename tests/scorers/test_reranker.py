@@ -15,6 +15,7 @@ from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.reranker import Reranker
 from tests.fake_encoder import FakeEncoder
 from tests.nli_models import build
+from tests.scorers.test_rag import embedding_scorer
 
 Q = "How long do refunds take?"
 ANSWER = "Refunds take 5 days."
@@ -39,7 +40,7 @@ def expected(folder: Path, question: str, text: str) -> float:
 
 
 def scored(folder: Path, **params):
-    scorer = build_scorer("rag", {"reranker_model": str(folder), **params}).use_encoder(FakeEncoder())
+    scorer = embedding_scorer("rag", {"reranker_model": str(folder), **params}).use_encoder(FakeEncoder())
     case = EvalCase(id="a", question=Q, reference=RagReference())
     pred = Prediction(case_id="a", answer=ANSWER, contexts=[ContextChunk(text=c) for c in CHUNKS])
     return scorer.score(Batch(cases=[case], predictions=[pred]))
@@ -77,7 +78,7 @@ def test_without_a_reranker_its_keys_are_not_logged() -> None:
 def test_the_report_does_not_quote_the_offline_reliability_for_reranked_relevance(
     reranker_folder: Path,
 ) -> None:
-    scorer = build_scorer("rag", {"reranker_model": str(reranker_folder)})
+    scorer = embedding_scorer("rag", {"reranker_model": str(reranker_folder)})
     assert "offline backend only" in scorer.trust_note("answer_relevancy")
     assert "pairwise accuracy" in scorer.trust_note("faithfulness")
 
