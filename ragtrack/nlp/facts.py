@@ -211,9 +211,9 @@ _UNITS: dict[str, str] = {}  # unit word as written -> the code quantity tokens 
 UNIT_CODES = _UNITS
 for _code, _spellings in {
     "wd": ["个工作日", "工作日", "business days", "business day", "working days", "working day"],
-    "d": ["个自然日", "自然日", "日", "天", "days", "day"],
-    "w": ["个星期", "星期", "周", "weeks", "week"],
-    "mo": ["个月", "months", "month"],
+    "d": ["个自然日", "自然日", "日龄", "日", "天", "days", "day"],
+    "w": ["个星期", "星期", "周龄", "周", "weeks", "week"],
+    "mo": ["个月", "月龄", "months", "month"],
     "y": ["年", "years", "year"],
     "h": ["个小时", "小时", "hours", "hour", "hrs", "hr"],
     "min": ["分钟", "minutes", "minute", "mins", "min"],
@@ -323,7 +323,7 @@ _TITLE = re.compile(r"《([^《》]{1,60})》")
 _QUOTE = re.compile(r"\"([^\"\n]{1,30})\"|“([^”\n]{1,30})”|「([^」\n]{1,30})」|『([^』\n]{1,30})』")
 _DATE_ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
 _DATE_CN = re.compile(
-    r"(?:(\d{4}|[零〇一二三四五六七八九]{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(?:(\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?"
+    r"(?:(\d{4}|[零〇一二三四五六七八九]{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(?!龄)(?:(\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?"
 )
 _DATE_EN_MDY = re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
 _DATE_EN_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MON})\.?(?:,?\s+(\d{{4}}))?\b")

@@ -52,6 +52,9 @@ CN_UNITS: dict[str, str] = {
     "礼拜": "week",
     "个礼拜": "week",
     "个月": "month",
+    "月龄": "month",  # an age counted in months: 3月龄 = three months old
+    "周龄": "week",
+    "日龄": "day",
     "年": "year",
     "毫米": "millimeter",
     "厘米": "centimeter",

@@ -103,6 +103,7 @@ def test_equal_facts_normalise_to_equal_tokens(a: str, b: str, tokens: list[str]
         ("twenty-one or older", ["21age"]),
         ("报名在8月上半月进行", ["--08"]),  # the first half of August: no amount
         ("11月初开始", ["--11"]),
+        ("犬只满3月龄后30日内", ["3mo", "30d"]),  # 月龄: an age in months, not the month March
         ("Python 3.10", ["3.10"]),  # decimals as written: a version is not 3.1
         ("version 3.11.2", ["3.11.2"]),
         ("他说“你好世界”", ['"你好世界"']),
