@@ -7,7 +7,6 @@
 - `contradiction`: polarity, conditions, scope, quantities and changed words of a statement against its
   evidence.
 - `entities`: named entities and terms (English patterns, jieba for Chinese), a question's focus.
-- `asks`: the kind of value a question asks for, and what a text says beyond the question's words.
 
 May import: `ragtrack.core`.
 """

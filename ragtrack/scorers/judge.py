@@ -21,15 +21,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 from rapidfuzz import fuzz
 
-from ragtrack.nlp.asks import ask, relevance_text, states
 from ragtrack.nlp.contradiction import added_words, conflict, quantity_conflict, support_tokens, words
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.facts import facts, missing_fact, provided_keys
 from ragtrack.nlp.lexical import content_tokens, coverage, split_statements
 from ragtrack.nlp.text import norm
-
-# answer relevance kept by an answer that does not state the kind of value its question asks for
-UNSTATED_ASK = 0.5
 
 __all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict", "unmatched"]
 
@@ -86,7 +82,7 @@ class RagJudge(Protocol):
         """One verdict per statement: is it supported by the source texts, and how well?"""
 
     def relevance(self, question: str, text: str) -> float:
-        """How well `text` (an answer) addresses `question`, 0..1."""
+        """How well `text` addresses `question`, 0..1."""
 
     def chunk_relevance(self, question: str, chunk: str) -> float:
         """How well a retrieved chunk addresses `question`, 0..1."""
@@ -103,12 +99,8 @@ class OfflineJudge:
     tokens, or when the sources together hold a share ≥ `sources_lexical_threshold` of them
     (an answer's sentence that joins several source sentences).
 
-    An answer's relevance to the question = max(0, the smaller of the question's cosine with the
-    answer and with what the answer says beyond the question's own words), halved when the question
-    asks for a kind of value (a duration, a time, an amount) that the answer does not state
-    (`nlp.asks`): an answer must be on the question's subject, and repeating the question is not
-    answering it. A retrieved chunk's = `relevance_cosine_weight` · max(0, cosine) + (1 − that
-    weight) · the share of the question's content tokens the chunk has, both against the question's
+    Relevance = `relevance_cosine_weight` · max(0, cosine) + (1 − that weight) · the share
+    of the question's content tokens that the text has; a retrieved chunk's, to the question's
     focus (the question without the names and terms of its topic).
     """
 
@@ -222,15 +214,10 @@ class OfflineJudge:
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:
-        said = relevance_text(question, text)
-        if not content_tokens(said):
-            return 0.0
-        score = max(0.0, min(self.cosine(question, text), self.cosine(question, said)))
-        return score if states(ask(question), text) else UNSTATED_ASK * score
+        lex = coverage(content_tokens(question), content_tokens(text))
+        return self.w * max(0.0, self.cosine(question, text)) + (1 - self.w) * lex
 
     def chunk_relevance(self, question: str, chunk: str) -> float:
-        """The names a whole topic shares do not make a chunk relevant, what the question asks of them does
-        (`entities.focus`)."""
-        asked = focus(question)
-        lex = coverage(content_tokens(asked), content_tokens(chunk))
-        return self.w * max(0.0, self.cosine(asked, chunk)) + (1 - self.w) * lex
+        """`relevance` to the question's focus (`entities.focus`): the names a whole topic shares do not make
+        a chunk relevant, what the question asks of them does."""
+        return self.relevance(focus(question), chunk)

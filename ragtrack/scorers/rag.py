@@ -35,7 +35,6 @@ from ragtrack.core.errors import InputError
 from ragtrack.core.registry import code_sha256, reaching
 from ragtrack.core.types import ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 from ragtrack.inputs.prompts import Prompt
-from ragtrack.nlp.asks import relevance_text
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.text import norm
 from ragtrack.scorers import reliability
@@ -314,7 +313,7 @@ def texts_of(inp: RagInputs, judge: RagJudge) -> set[str]:
     texts = {inp.question, focus(inp.question), *inp.contexts}
     sources = [*inp.contexts]
     if inp.answer.strip():
-        texts.update((inp.answer, relevance_text(inp.question, inp.answer)))
+        texts.add(inp.answer)
         texts.update(judge.statements(inp.answer))
     if inp.ground_truth_answer:
         texts.add(inp.ground_truth_answer)
@@ -514,7 +513,8 @@ class RagScorer(EmbeddingScorer):
     headline = "faithfulness"
     # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs
     # the question's focus, swapped operators; 4: changed and added words of near-copies, correctness by
-    # support; 5: answer relevancy of what the answer adds and of the asked kind, no bare-ordinal fractions
+    # support; 5: clock times, ages, fractions of units and months by value, scope and connective swaps,
+    # double negation, support tokens (stems and values)
     version = "5"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
