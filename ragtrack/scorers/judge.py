@@ -155,9 +155,17 @@ class OfflineJudge:
         if not statements or not sents:
             return unmatched(statements)
         joined = "\n".join(sources)
-        whole, keys, all_tokens = norm(joined), provided_keys(joined), support_tokens(joined)
+        whole, keys, all_tokens, vocab = (
+            norm(joined),
+            provided_keys(joined),
+            support_tokens(joined),
+            words(joined),
+        )
         cos = self.similarities(statements, sents)
-        return [self._verdict(st, cos[i], sents, whole, keys, all_tokens) for i, st in enumerate(statements)]
+        return [
+            self._verdict(st, cos[i], sents, whole, keys, all_tokens, vocab)
+            for i, st in enumerate(statements)
+        ]
 
     def _verdict(
         self,
@@ -167,6 +175,7 @@ class OfflineJudge:
         whole: str,
         keys: frozenset[str],
         all_tokens: frozenset[str],
+        vocab: frozenset[str],
     ) -> Verdict:
         """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines
         `cos`)."""
@@ -208,7 +217,7 @@ class OfflineJudge:
         missing = missing_fact(st_facts, whole, keys)
         if missing is not None:
             return unsupported(f"fact_mismatch: {missing}")
-        added = added_words(st, evidence, words(whole))
+        added = added_words(st, evidence, vocab)
         if added:
             return unsupported(f"adds: {', '.join(sorted(added))}")
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)

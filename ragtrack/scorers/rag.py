@@ -514,8 +514,9 @@ class RagScorer(EmbeddingScorer):
     # 2: graded support, contradictions, quantities by value, no cosine in answer_correctness; 3: chunks vs
     # the question's focus, swapped operators; 4: changed and added words of near-copies, correctness by
     # support; 5: clock times, ages, fractions of units and months by value, scope and connective swaps,
-    # double negation, support tokens (stems and values)
-    version = "5"
+    # double negation, support tokens (stems and values); 6: synonyms by thesaurus, swapped parties, words a
+    # near-copy appends, 分钟内 and 星期后 as operators
+    version = "6"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

@@ -202,3 +202,47 @@ def test_a_bounded_span_after_an_event_is_within_it():
         )
         is None
     )
+
+
+def test_a_near_copy_that_changes_a_word_for_its_synonym_does_not_conflict():
+    assert conflict("The student must finish the module", "The student must complete the module") is None
+
+
+def test_a_chinese_near_copy_that_changes_a_word_for_its_synonym_does_not_conflict():
+    assert conflict("登记人可随时撤销捐献意愿", "登记人可随时取消捐献意愿") is None
+
+
+def test_two_parties_that_trade_places_conflict():
+    assert conflict(
+        "The tenant must repair the boiler and the landlord pays",
+        "The landlord must repair the boiler and the tenant pays",
+    ) == ("swapped: tenant and landlord")
+
+
+def test_two_chinese_offices_that_trade_places_conflict():
+    source = "中签选手须在领物前上传县级以上医院出具的体检证明，由组委会医疗组审核"
+    said = "中签选手须在领物前上传组委会医疗组出具的体检证明，由县级以上医院审核"
+    assert conflict(said, source) == "swapped: 组委会 and 医院"
+
+
+def test_a_passive_paraphrase_is_no_swap():
+    assert (
+        conflict(
+            "A farmer must report hail damage within three days of the storm, via the claims line",
+            "Hail damage must be reported by the farmer within three days of the storm, via the claims line",
+        )
+        is None
+    )
+
+
+def test_a_near_copy_that_appends_a_clause_names_its_new_words():
+    source = "Rivora charges a 5-euro fee when a ride ends outside a docking station"
+    said = source + ", and the fee doubles at weekends"
+    assert "doubl" in added_words(said, source, words(source))
+
+
+def test_minutes_after_where_the_source_says_within_changes_a_condition():
+    assert conflict(
+        "乘客在司机接单3分钟内取消订单的，需支付5元取消费",
+        "乘客在司机接单3分钟后再取消订单的，需支付5元取消费",
+    ) == ("condition: within where the source says after")

@@ -47,9 +47,10 @@ def fake() -> FakeEncoder:
 
 
 def rag_support() -> float:
-    """rag's graded support of A's one statement (SPEC §3): supported, its evidence CTX at closeness 0.5 ·
-    partial_ratio (the fake encoder gives the statement an axis of its own: cosine 0)."""
-    return 0.5 + 0.5 * (0.5 * fuzz.partial_ratio(norm(A.rstrip(".")), norm(CTX.rstrip("."))) / 100)
+    """rag's graded support of A's one statement (SPEC §3): it copies CTX and appends an attribution no source
+    has (`adds: board, feder, reserv`), so it is unsupported, half its closeness to CTX, 0.5 · partial_ratio
+    (the fake encoder gives the statement an axis of its own: cosine 0)."""
+    return 0.5 * (0.5 * fuzz.partial_ratio(norm(A.rstrip(".")), norm(CTX.rstrip("."))) / 100)
 
 
 def test_every_dimension_by_hand() -> None:
@@ -77,12 +78,12 @@ def test_every_dimension_by_hand() -> None:
     assert (v["entity_coverage"], v["sufficiency"]) == (1.0, 1.0)
     assert (v["faithfulness"], v["relevancy"], v["hallucination"]) == pytest.approx((faith, 0.6, halluc))
     assert v["overall"] == pytest.approx(overall)
-    assert 0.6 <= overall < 0.7 and v["level"] == "一般"
+    assert 0.4 <= overall < 0.5 and v["level"] == "较差"
     assert v["issues"] == "unverified_entities,faithfulness_low,relevancy_low,hallucination_high"
     assert json.loads(v["unverified_entities"]) == ["Federal Reserve Board"]
     assert v["diagnosis"].startswith(
         "包含未验证实体: ['Federal Reserve Board']；事实忠实度不足；答案与问题相关性较低；检测到潜在幻觉；"
-        f"答案质量: 一般 (评分: {overall:.2f}) - 建议重新生成答案"
+        f"高风险，建议重新生成答案；答案质量: 较差 (评分: {overall:.2f}) - 建议重新生成答案"
     )
 
 

