@@ -197,8 +197,13 @@ Unit = tuple[str, str]  # (family, pint expression)
 
 @cache
 def _registry() -> pint.UnitRegistry:
+    import logging
+
     import pint
 
+    # pint warns when a word parses more than one way (`mins`: minutes or milli-inches) and takes the first,
+    # the unit; that is the reading wanted, so the warning would only be noise in a run's log
+    logging.getLogger("pint.util").setLevel(logging.ERROR)
     reg: pint.UnitRegistry = pint.UnitRegistry()
     for line in (
         "business_day = [business_time]",
