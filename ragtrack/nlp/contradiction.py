@@ -71,7 +71,6 @@ import unicodedata
 from collections import Counter
 from difflib import SequenceMatcher
 from functools import lru_cache
-from itertools import combinations
 
 from rapidfuzz import fuzz
 
@@ -495,16 +494,14 @@ def _swapped_words(said: str, source: str) -> str | None:
     if _passive(said) != _passive(source):
         return None
     mine, theirs = word_sequence(said), word_sequence(source)
-    once = [w for w in mine if mine.count(w) == 1 and theirs.count(w) == 1]
-    at = {w: (mine.index(w), theirs.index(w)) for w in once}
-    for x, y in combinations(once, 2):
-        (xm, xt), (ym, yt) = at[x], at[y]
-        if (xm < ym) == (xt < yt):
-            continue
-        for v in once:
-            (vm, vt) = at[v]
-            if min(xm, ym) < vm < max(xm, ym) and min(xt, yt) < vt < max(xt, yt):
-                return f"swapped: {x} and {y}"
+    counts_m, counts_t = Counter(mine), Counter(theirs)
+    once = [w for w in mine if counts_m[w] == 1 and counts_t[w] == 1]
+    at_t = {w: theirs.index(w) for w in once}
+    for k, v in enumerate(once):  # v between x and y in both texts, x and y the other way round
+        x = next((w for w in once[:k] if at_t[w] > at_t[v]), None)
+        y = next((w for w in once[k + 1 :] if at_t[w] < at_t[v]), None)
+        if x is not None and y is not None:
+            return f"swapped: {x} and {y}"
     return None
 
 
