@@ -83,6 +83,7 @@ from ragtrack.nlp.thesaurus import stem, synonymous
 __all__ = [
     "added_words",
     "conflict",
+    "passive_voice",
     "polarity",
     "quantifiers",
     "quantity_conflict",
@@ -252,7 +253,8 @@ _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _CN_NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半")
 _WORD_OR_RUN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3400-\u4dbf\u4e00-\u9fff]+")
 _PASSIVE = re.compile(
-    r"\b(?:is|are|was|were|be|been|being)\s+(?:[a-z]+ly\s+)?[a-z]+(?:ed|en|wn|t|d)\b|[被受遭]", re.IGNORECASE
+    r"\b(?:is|are|was|were|be|been|being)\s+(?:(?:[a-z]+ly|not)\s+)?(?!not\b)[a-z]+(?:ed|en|wn|t|d)\b|[被受遭]",
+    re.IGNORECASE,
 )
 _CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
 
@@ -480,9 +482,9 @@ def word_sequence(text: str) -> tuple[str, ...]:
     return tuple(w for w in out if not polarity(w) and not relations(w) and not _numeral_or_unit(w))
 
 
-def _passive(text: str) -> bool:
+def passive_voice(text: str) -> bool:
     """Does `text` hold a passive clause: a form of `be` before a past participle (a word ending in -ed, -en,
-    -wn, -t or -d, an adverb allowed between), or 被 受 遭?"""
+    -wn, -t or -d, an adverb or `not` allowed between), or 被 受 遭?"""
     return bool(_PASSIVE.search(text))
 
 
@@ -491,7 +493,7 @@ def _swapped_words(said: str, source: str) -> str | None:
     both texts, one text has x … v … y where the other has y … v … x (the tenant pays the landlord, the
     landlord pays the tenant). A clause that only moves carries no word of the rest across; a text in the
     passive voice where the other is active puts its parties the other way round, so they are not compared."""
-    if _passive(said) != _passive(source):
+    if passive_voice(said) != passive_voice(source):
         return None
     mine, theirs = word_sequence(said), word_sequence(source)
     counts_m, counts_t = Counter(mine), Counter(theirs)

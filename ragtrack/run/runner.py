@@ -72,9 +72,8 @@ __all__ = [
     "score_outputs",
 ]
 
-# The libraries whose versions can change a number or its record; logged with every run.
-# the core libraries, then those the offline scorers' numbers depend on (embeddings, segmentation, units,
-# numerals, stems, thesauri): a score is re-derived with the same versions
+# The libraries whose versions can change a number or its record, logged with every run: the core ones, then
+# those the offline scorers' numbers depend on (embeddings, segmentation, units, numerals, stems, thesauri).
 PACKAGES = (
     "mlflow",
     "pydantic",

@@ -7,6 +7,7 @@ import pytest
 from ragtrack.nlp.contradiction import (
     added_words,
     conflict,
+    passive_voice,
     polarity,
     quantity_conflict,
     relation_spans,
@@ -246,3 +247,17 @@ def test_minutes_after_where_the_source_says_within_changes_a_condition():
         "乘客在司机接单3分钟内取消订单的，需支付5元取消费",
         "乘客在司机接单3分钟后再取消订单的，需支付5元取消费",
     ) == ("condition: within where the source says after")
+
+
+@pytest.mark.parametrize(
+    ("text", "passive"),
+    [
+        ("the fee is paid by the tenant", True),
+        ("the fee is not paid", True),
+        ("the fee is not refundable", False),
+        ("罚款被撤销", True),
+        ("费用由租客支付", False),
+    ],
+)
+def test_a_passive_clause_is_a_form_of_be_before_a_participle_or_bei(text: str, passive: bool) -> None:
+    assert passive_voice(text) is passive
