@@ -90,7 +90,6 @@ __all__ = [
     "relation_spans",
     "relations",
     "support_tokens",
-    "word_forms",
     "words",
 ]
 
@@ -475,11 +474,10 @@ def word_sequence(text: str) -> tuple[str, ...]:
     """`words` of `text` in the order they are written (a word as often as it occurs)."""
     out: list[str] = []
     for m in _WORD_OR_RUN.finditer(_fold(text)):
-        if m.group(0).isascii():
-            out.extend(word_forms(content_tokens(m.group(0))))
-        else:
-            out.extend(w for w, tag in segment(m.group(0)) if len(w) > 1 and tag[0] in _OPEN_CLASS)
-    return tuple(w for w in out if not polarity(w) and not relations(w) and not _numeral_or_unit(w))
+        run = m.group(0)
+        found = sorted(content_tokens(run)) if run.isascii() else _chinese_words(run)
+        out.extend(f for w in found if (f := _form(w)) is not None)
+    return tuple(out)
 
 
 def passive_voice(text: str) -> bool:
@@ -511,9 +509,8 @@ def _changed(mine: frozenset[str], theirs: frozenset[str]) -> tuple[set[str], se
     """The words only `mine` has and those only `theirs` has; a word inside another's (单位 in 用人单位), or a
     synonym of one the other text has (`thesaurus.synonymous`), is no change."""
     gained, lost = set(mine - theirs), set(theirs - mine)
-    same = {w for w in gained for v in lost if w in v or v in w or synonymous(w, v)}
-    same |= {v for v in lost for w in gained if w in v or v in w or synonymous(w, v)}
-    return gained - same, lost - same
+    alike = [(w, v) for w in gained for v in lost if w in v or v in w or synonymous(w, v)]
+    return gained - {w for w, _ in alike}, lost - {v for _, v in alike}
 
 
 def added_words(statement: str, evidence: str, sources: frozenset[str]) -> frozenset[str]:
@@ -533,16 +530,22 @@ def words(text: str) -> frozenset[str]:
     `jieba.posseg` tags them; without numerals, unit words, negations and relation operators (their own
     rules compare them: `quantity_conflict`, `polarity`, `relations`)."""
     latin = [t for t in content_tokens(text) if t.isascii()]
-    chinese = [
-        w for run in _CJK_RUN.findall(text) for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS
-    ]
-    return word_forms(frozenset(w for w in (*latin, *chinese) if not polarity(w) and not relations(w)))
+    chinese = [w for run in _CJK_RUN.findall(text) for w in _chinese_words(run)]
+    return frozenset(f for w in (*latin, *chinese) if (f := _form(w)) is not None)
 
 
-@lru_cache(maxsize=65536)
-def word_forms(tokens: frozenset[str]) -> frozenset[str]:
-    """`words` of a set of content tokens."""
-    return frozenset(stem(t) if t.isascii() else t for t in tokens if not _numeral_or_unit(t))
+def _chinese_words(run: str) -> list[str]:
+    """The nouns, verbs, adjectives, names and abbreviations of two or more characters of a run of Chinese, as
+    `jieba.posseg` tags them, in order."""
+    return [w for w, tag in segment(run) if len(w) > 1 and tag[0] in _OPEN_CLASS]
+
+
+def _form(word: str) -> str | None:
+    """The form `words` compares a word by, its Snowball stem if English; None for a negation, a relation
+    operator, a numeral or a unit word (their own rules compare them)."""
+    if polarity(word) or relations(word) or _numeral_or_unit(word):
+        return None
+    return stem(word) if word.isascii() else word
 
 
 @lru_cache(maxsize=65536)

@@ -13,6 +13,7 @@ from ragtrack.nlp.contradiction import (
     relation_spans,
     relations,
     support_tokens,
+    word_sequence,
     words,
 )
 from ragtrack.nlp.facts import facts, provided_keys
@@ -261,3 +262,11 @@ def test_minutes_after_where_the_source_says_within_changes_a_condition():
 )
 def test_a_passive_clause_is_a_form_of_be_before_a_participle_or_bei(text: str, passive: bool) -> None:
     assert passive_voice(text) is passive
+
+
+def test_the_word_sequence_holds_the_words_in_written_order_without_operators_or_numerals() -> None:
+    assert word_sequence("The tenant must apply before the deadline, not after 3 days") == (
+        "tenant",
+        "appli",
+        "deadlin",
+    )
