@@ -14,8 +14,9 @@ offline backend).
 Three closed classes of words decide, in English and Chinese alike, as stop words do:
 
 - **negation**: grammatical negators (`not`, `no`, `never`, `without`, `cannot`, `n't`,
-  `neither`, `nor`, `none`, `non-`, …; 不 未 没 无 非 勿 别 莫 and words they begin, such as
-  不得 无需 未经, plus prohibitions 禁止 严禁 `prohibited` `forbidden`). A word in which
+  `neither`, `nor`, `none`, `non-`, …, and the contrastive `rather than`, `instead of`; 不 未 没
+  无 非 勿 别 莫 and words they begin, such as 不得 无需 未经, plus prohibitions 禁止 严禁
+  `prohibited` `forbidden`). A word in which
   the negator is part of a lexical item (非常 "very", 无论 "regardless", 不断
   "continually", 不仅 "not only", 不同 "different") is not a negation. Two texts of
   different counts of negations differ in polarity (a bound such as 不少于 or `no more
@@ -78,18 +79,23 @@ from ragtrack.nlp.entities import segment
 from ragtrack.nlp.facts import UNIT_CODES, Fact, facts, words_number
 from ragtrack.nlp.lexical import content_tokens
 from ragtrack.nlp.quantities import CN_UNITS, unit_of
-from ragtrack.nlp.thesaurus import stem, synonymous
+from ragtrack.nlp.thesaurus import stem, synonymous, synsets
 
 __all__ = [
+    "NEGATION",
     "added_words",
+    "clause_polarity",
     "conflict",
+    "grounding",
     "passive_voice",
     "polarity",
     "quantifiers",
     "quantity_conflict",
     "relation_spans",
     "relations",
+    "senses",
     "support_tokens",
+    "word_sequence",
     "words",
 ]
 
@@ -97,6 +103,7 @@ _EN_WORD = re.compile(r"[a-z]+(?:'t)?")  # can't, don't: a word ending in n't
 _EN_NEGATORS = frozenset(
     "not no never without cannot neither nor none nobody nothing nowhere non prohibited forbidden".split()
 )
+_EN_CONTRAST = re.compile(r"\b(?:rather than|instead of)\b")  # contrastive negation: what follows is denied
 _CN_NEGATOR = re.compile("[不未没無无非勿别莫]|禁止|严禁")
 # Lexical items that begin with a negator but do not negate the sentence.
 _CN_NOT_NEGATION = re.compile(
@@ -124,6 +131,8 @@ _EN_RELATIONS = {
     "at most": "max",
     "no more than": "max",
     "not more than": "max",
+    "no fewer than": "min",
+    "not fewer than": "min",
     "or less": "max",
     "maximum": "max",
     "a maximum of": "max",
@@ -256,15 +265,23 @@ _PASSIVE = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
+_CLAUSE_SEP = re.compile(r"(?<![0-9]),|,(?![0-9])|[;:，；：、]")  # not the comma of 1,200
+GROUNDED_CLAUSE_WORDS = 3  # a shorter clause (`at weekends`) is too short to judge on its own
 
 
 def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
 
 
-@lru_cache(maxsize=65536)
 def polarity(text: str) -> int:
     """How many clauses of `text` are negated: hold an odd number of negations (see the module doc)."""
+    return sum(clause_polarity(text))
+
+
+@lru_cache(maxsize=65536)
+def clause_polarity(text: str) -> tuple[int, ...]:
+    """For each clause of `text`, in order: 1 when it is negated (it holds an odd number of negations), else
+    0."""
     s = _fold(text)
     for pattern in (
         *_NEGATED_BOUND.values(),
@@ -273,12 +290,15 @@ def polarity(text: str) -> int:
         _ALTERNATIVE,
     ):  # a bound (不得超过, no more than) or an alternative (或不予, or not) is not a negation
         s = pattern.sub(" ", s)
-    negated = 0
+    s = _EN_CONTRAST.sub(" not ", s)  # `by the installer rather than the owner` = `…, not the owner`
+    negated = []
     for clause in _CLAUSE_END.split(s):
+        if not clause.strip():
+            continue
         n = sum(1 for w in _EN_WORD.findall(clause) if w in _EN_NEGATORS or w.endswith("n't"))
         n += len(_CN_NEGATOR.findall(_CN_NOT_NEGATION.sub("", clause)))
-        negated += n % 2  # two negations in one clause affirm (`not … without`, 不得不)
-    return negated
+        negated.append(n % 2)  # two negations in one clause affirm (`not … without`, 不得不)
+    return tuple(negated)
 
 
 @lru_cache(maxsize=65536)
@@ -308,7 +328,23 @@ def relation_spans(folded: str) -> tuple[tuple[int, int, str], ...]:
         for m in _CN_REL.finditer(_CN_NOT_NEGATION.sub(_blank, s))
     ]
     found += [(m.start(1), m.end(1), _CN_POST[m.group(1)]) for m in _CN_POSTPOSITION.finditer(s)]
-    return tuple(sorted(found))
+    found += _locality_words(s)
+    return tuple(sorted(set(found)))
+
+
+def _locality_words(folded: str) -> list[tuple[int, int, str]]:
+    """前 and 后 that jieba cuts as words of their own: `before` and `after` an event (到期前, 届满后,
+    出院后); inside a word (前往, 后果) they are no operator."""
+    out: list[tuple[int, int, str]] = []
+    at = 0
+    for run in _CJK_RUN.finditer(folded):
+        at = run.start()
+        for word, _ in segment(run.group(0)):
+            at = folded.index(word, at)
+            if word in ("前", "后"):
+                out.append((at, at + 1, _CN_POST[word]))
+            at += len(word)
+    return out
 
 
 def _swapped_operator(said: str, source: str) -> str | None:
@@ -336,7 +372,7 @@ def quantity_conflict(
     """A fact of the statement that the sources lack, where the evidence has another fact of its family (an
     amount of the same kind, a date, a range, an article): `<it> vs <the evidence's>`."""
     for f in statement_facts:
-        if f.kind in ("title", "quote") or f.token in support_keys or f.value in support_keys:
+        if f.kind in ("title", "quote") or {f.token, f.value, f.calendar} & support_keys:
             continue
         if f.parts and all(p in support_keys for p in f.parts):
             continue
@@ -393,6 +429,10 @@ def conflict(statement: str, evidence: str) -> str | None:
     if polarity(said) != polarity(source):
         more = "the statement" if polarity(said) > polarity(source) else "the source"
         return f"polarity: more negations in {more}"
+    mine_neg, its_neg = clause_polarity(said), clause_polarity(source)
+    if aligned[2] >= NEAR_COPY and len(mine_neg) == len(its_neg) and mine_neg != its_neg:
+        # `does cover …, not only for …` where the source says `does not cover …, only for …`
+        return "polarity: the negation moved to another clause"
     ours, its = relations(said), relations(source)
     for r in sorted(ours - its):
         rival = sorted((_OPPOSITE[r] & its) - ours)
@@ -469,14 +509,25 @@ def _swapped_connective(said: str, source: str) -> str | None:
     return None
 
 
+NEGATION = "¬"  # a negation's place in `word_sequence`
+
+
 @lru_cache(maxsize=65536)
 def word_sequence(text: str) -> tuple[str, ...]:
-    """`words` of `text` in the order they are written (a word as often as it occurs)."""
+    """`words` of `text` in the order they are written (a word as often as it occurs), and `NEGATION` where a
+    negation stands (`by the installer, not by the homeowner`: what is negated is where it stands)."""
     out: list[str] = []
     for m in _WORD_OR_RUN.finditer(_fold(text)):
         run = m.group(0)
-        found = sorted(content_tokens(run)) if run.isascii() else _chinese_words(run)
-        out.extend(f for w in found if (f := _form(w)) is not None)
+        if run.isascii():
+            found = [NEGATION] if polarity(run) else sorted(content_tokens(run))
+        else:
+            found = [
+                NEGATION if polarity(w) else w
+                for w, tag in segment(run)
+                if polarity(w) or (len(w) > 1 and tag[0] in _OPEN_CLASS)
+            ]
+        out.extend(f for w in found if (f := NEGATION if w == NEGATION else _form(w)) is not None)
     return tuple(out)
 
 
@@ -521,6 +572,32 @@ def added_words(statement: str, evidence: str, sources: frozenset[str]) -> froze
     if aligned is None or aligned[2] < NEAR_COPY:
         return frozenset()
     return frozenset(_changed(words(statement) - sources, words(aligned[1]))[0])
+
+
+def senses(vocabulary: frozenset[str]) -> frozenset[str]:
+    """Every synset (`thesaurus.synsets`) some word of `vocabulary` (`words` of a text) belongs to."""
+    return frozenset(code for w in vocabulary for code in synsets(w))
+
+
+def grounding(statement: str, sources: frozenset[str], source_senses: frozenset[str]) -> float:
+    """How grounded the least grounded clause of `statement` is: the share of its `words` the sources have
+    (`sources`: their `words`), as such, inside or around one of theirs (单位, 用人单位), or as a synonym
+    (`source_senses`: their `senses`); 1 when no clause has `GROUNDED_CLAUSE_WORDS` words. A statement
+    that matches its evidence but adds a clause of its own claims what the sources do not say."""
+    shares = []
+    for clause in _CLAUSE_SEP.split(statement):
+        own = words(clause)
+        if len(own) < GROUNDED_CLAUSE_WORDS:
+            continue
+        found = sum(
+            1
+            for w in own
+            if w in sources
+            or not synsets(w).isdisjoint(source_senses)
+            or (not w.isascii() and any(w in v or v in w for v in sources))
+        )
+        shares.append(found / len(own))
+    return min(shares, default=1.0)
 
 
 @lru_cache(maxsize=65536)

@@ -16,7 +16,8 @@ An entity is one of:
   State Department`, `Pay 95 dollars`); function words and connectors left at either end of a
   run are dropped;
 - a Chinese **name**: a word that `jieba.posseg` tags as a person, place, organisation,
-  other proper noun or abbreviation (`nr ns nt nz nrt nrfg j`: 郑和, 北京, 财政部, 中小企业);
+  other proper noun or abbreviation (`nr ns nt nz nrt nrfg j`: 郑和, 北京, 财政部, 中小企业), and
+  a one-character proper noun joined to a next word with an administrative suffix (澜 + 州市);
 - a Chinese **term**: two or more consecutive common-noun words (`n vn`) taken together
   (税收优惠政策, 华侨投资, 企业注册资本): policy questions name their subject this way.
 
@@ -28,8 +29,11 @@ common words, which character n-grams cannot. Its prefix-dictionary cache is wri
 
 **Matching** (`occurs`): a fact occurs in a text when the text's facts provide its token
 (the rule of SPEC §3); a name when its normalised form (§0 `norm`) is contained in the
-normalised text; a term when it is contained whole, or when at least half of its pieces
-(`jieba.cut_for_search`, words of two or more characters) are: Chinese abbreviates and
+normalised text (also read without possessive `'s`), or when each word of a name of two or
+more words is a capitalised word of the text or a word of one of its names (writers split
+and reorder names: `Solvane` … `the HomeCell 10`); a term when it is contained whole, or
+when at least half of its pieces (`jieba.cut_for_search`, words of two or more characters)
+are: Chinese abbreviates and
 reorders compounds (税收优惠政策 ↔ 所得税减免、增值税优惠等政策). A name that came from
 elsewhere (an LLM's extraction) with `parts` (`extract` of the name) also occurs when every
 part does: `第十九条` then occurs in `第19条`, and `《劳动合同法》第十九条` in a text that
@@ -148,6 +152,21 @@ def segment(text: str) -> tuple[tuple[str, str], ...]:
     return tuple((w.word, w.flag) for w in pseg.lcut(text) if w.word.strip())
 
 
+_PLACE_SUFFIX = tuple("省市县区州镇乡村")
+
+
+def _place_names(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A one-character proper noun before a word that ends in an administrative suffix is one place
+    name: jieba cuts a place it does not know as 南/ns 州市/n, 澜/ns 州市/n (专名 + 通名)."""
+    out: list[tuple[str, str]] = []
+    for word, flag in pairs:
+        if out and len(out[-1][0]) == 1 and out[-1][1] in _PROPER and word.endswith(_PLACE_SUFFIX):
+            out[-1] = (out[-1][0] + word, "ns")
+        else:
+            out.append((word, flag))
+    return out
+
+
 @lru_cache(maxsize=65536)
 def _chinese(text: str) -> tuple[tuple[str, str], ...]:
     """(text, kind) of the Chinese names and terms of `text`, in order."""
@@ -160,7 +179,7 @@ def _chinese(text: str) -> tuple[tuple[str, str], ...]:
             out.append(("".join(run), "term"))
         run.clear()
 
-    pairs = [(p.word, p.flag) for p in pseg.lcut(text)]
+    pairs = _place_names([(p.word, p.flag) for p in pseg.lcut(text)])
     for i, (word, flag) in enumerate(pairs):
         if flag == "m" and word.endswith("号") and run and i and pairs[i - 1][1] in _COMMON:
             out.append((run.pop() + word, "name"))  # a designation: 嫦娥 + 五号, 天问 + 一号
@@ -239,12 +258,27 @@ def focus(question: str) -> str:
     return out if content_tokens(out) else question
 
 
+_POSSESSIVE = re.compile(r"(?<=[A-Za-z0-9])['’]s(?![A-Za-z0-9])")
+_CAP_WORDS = re.compile(rf"(?<![{_LATIN}0-9]){_CAP_WORD}")
+
+
 class _Text:
     """A text prepared once for many `occurs` checks."""
 
     def __init__(self, text: str) -> None:
         self.norm = norm(text)
+        self.bare = norm(_POSSESSIVE.sub("", text))  # names are read without a possessive 's
         self.keys = provided_keys(text)
+        nfkc = unicodedata.normalize("NFKC", text)  # the words of its names, and every capitalised word
+        self.name_words = frozenset(
+            w.casefold()
+            for w in _CAP_WORDS.findall(nfkc) + [w for n in _english_names(nfkc) for w in n.split()]
+        )
+
+
+def _name_words(name: str) -> list[str]:
+    """The words of an English name but its inner connectors (`Lake Marrow`, `Pleasure Craft Licence`)."""
+    return [w.casefold() for w in name.split() if not re.fullmatch(_CONNECTOR, w)]
 
 
 @lru_cache(maxsize=4096)
@@ -258,8 +292,11 @@ def occurs(entity: Entity, text: str) -> bool:
     if entity.kind == "fact":
         assert entity.fact is not None
         return missing_fact([entity.fact], t.norm, t.keys) is None
-    if entity.key in t.norm:
+    if entity.key in t.norm or entity.key in t.bare:
         return True
+    words = _name_words(entity.text) if entity.kind == "name" and _NAME.fullmatch(entity.text) else []
+    if len(words) >= 2 and all(w in t.name_words for w in words):
+        return True  # the name's words, each in a name of the text: `Solvane` … `HomeCell 10`
     if entity.parts:
         return all(occurs(p, text) for p in entity.parts)
     if entity.kind == "term" and entity.pieces:

@@ -26,22 +26,26 @@ order they are taken from the text (a span taken by one kind is not read again):
 - `percent`: `3.5%`, `3.5 percent`, `百分之三点五` → `3.5%`; provides the bare number.
 - `quantity`: a number with a unit → `<number><unit>`, units normalised across languages
   (`七日`, `7天`, `7 days`, `7-day` → `7d`; `7个工作日`, `7 business days` → `7wd`; `$1,000`,
-  `1000美元`, `1,000 dollars` → `1000usd`); provides the bare number.
+  `1000美元`, `1,000 dollars` → `1000usd`); provides the bare number, its value key and, for
+  months and years, its calendar key (`quantities.calendar_key`: `三个月` = `90天`).
 - `number`: any other number → its digits.
 
 Numbers: digits with `,` thousands separators (`1,000` = `1000`) and decimals as written
-(`3.10` stays `3.10`: version numbers), scaled by `thousand`, `million`, `billion`,
+(`3.10` stays `3.10`: version numbers), scaled by `dozen`, `thousand`, `million`, `billion`,
 `万`, `亿` (`100万` = `1000000`); Chinese numerals (`十二` = `12`, `两` = `2`, `三点五` =
 `3.5`, with 百 千 万 亿); English number words (`twenty` = `20`, `twenty-five`,
 `one hundred and five`). A number glued to Latin letters (`L6`, `3D`) is an identifier,
 not a fact. **Decisions** (a word that is usually not a number must not become a fact
 that every other text then lacks): the Chinese numeral `一` and the word `one` count only
 as part of a larger number or directly before a unit (`一年`, `one day`); a Chinese
-numeral run counts only before a unit or classifier, after `第` or `百分之`. The article
+numeral run counts only before a unit or classifier, after `第` or `百分之`; a number after `第`
+before a unit is an ordinal, no amount (`第二天`), and so is `上一年` (the year before) and a
+compound ordinal (`twenty-fifth`, not twenty fifths). The article
 `a`/`an` is the numeral one before a singular unit, or before `full`, `whole`, `entire`,
 `single`, `extra`, `further`, `additional` or `complete` and one (`a year`, `a full year`, `an
 extra month` → `1y`, `1mo`); not after a frequency or a distributive word (`twice a day`,
-`three times a week`, `90 days in a year`, `per`, `each`, `every`: there it means per), not
+`three times a week`, `90 days in a year`, `per`, `each`, `every`, a number and one word:
+`five finds a day`: there it means per), not
 `a second` (the ordinal), not before a number word or ordinal (`a half hour`).
 """
 
@@ -55,7 +59,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
-from ragtrack.nlp.quantities import value_key
+from ragtrack.nlp.quantities import calendar_key, value_key
 from ragtrack.nlp.text import norm
 
 __all__ = [
@@ -83,6 +87,8 @@ class Fact(BaseModel):
     parts: tuple[str, ...] = ()  # a range in a statement also agrees when the support has both ends
     # an amount with a unit by value (`ragtrack.nlp.quantities.value_key`): `3天` = `72 hours`
     value: str | None = None
+    # months or years by the civil calendar (`quantities.calendar_key`): `3个月` = `90天`
+    calendar: str | None = None
 
 
 # ------------------------------------------------------------------ numbers
@@ -137,7 +143,7 @@ _EN_TENS = {
     "eighty": 80,
     "ninety": 90,
 }
-_EN_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
+_EN_SCALES = {"dozen": 12, "hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
 _SCALE_WORDS = {
     "thousand": 1000,
     "million": 1_000_000,
@@ -211,9 +217,14 @@ _UNITS: dict[str, str] = {}  # unit word as written -> the code quantity tokens 
 UNIT_CODES = _UNITS
 for _code, _spellings in {
     "wd": ["个工作日", "工作日", "business days", "business day", "working days", "working day"],
+    "ww": ["个工作周", "工作周", "business weeks", "business week", "working weeks", "working week"],
     "d": ["个自然日", "自然日", "日龄", "日", "天", "days", "day"],
     "w": ["个星期", "星期", "周龄", "周", "weeks", "week"],
+    "fortnight": ["fortnights", "fortnight"],
+    "decade": ["decades", "decade"],
+    "century": ["个世纪", "世纪", "centuries", "century"],
     "mo": ["个月", "月龄", "months", "month"],
+    "q": ["个季度"],  # 一季度 is the first quarter (Q1), 一个季度 one quarter
     "y": ["年", "years", "year"],
     "h": ["个小时", "小时", "hours", "hour", "hrs", "hr"],
     "min": ["分钟", "minutes", "minute", "mins", "min"],
@@ -258,6 +269,7 @@ for _code, _spellings in {
     "mb": ["megabytes", "megabyte", "mb"],
     "kb": ["kilobytes", "kilobyte", "kb"],
     "x": ["倍", "times"],
+    "pp": ["个百分点", "百分点", "percentage points", "percentage point"],
     "people": ["个人", "名", "人", "people", "persons", "employees"],
     "age": ["周岁", "岁"],
     "item": ["次", "项", "件", "份", "家", "所", "种", "条", "页", "张"],
@@ -340,6 +352,9 @@ _PM_CN = frozenset({"午后", "下午", "傍晚", "晚上", "夜间", "夜里"})
 _FRACTION_CN = re.compile(
     f"({_CNN}|{_NUM})分之({_CNN}|{_NUM})"
 )  # 百分之三 = 3%, 千分之三 = 3‰, 三分之一 = 1/3
+_DISCOUNT_CN = re.compile(
+    r"(?<![0-9.零〇一二两三四五六七八九十百千])([一二三四五六七八九]{1,2}|[1-9](?:\.[0-9])?|[1-9][0-9])折(?![旧合扣算叠])"
+)  # 八折 = 80%, 九五折 = 95%, 8.5折 = 85%: a price in tenths (two digits: hundredths) of the full one
 _ORDINAL = "|".join(
     sorted((*_ORDINALS, *(f"{o}s" for o in _ORDINALS if o != "halves")), key=len, reverse=True)
 )
@@ -383,7 +398,9 @@ _QUANTITY = re.compile(
 # `a year`, `an extra month`: the indefinite article is the numeral one before a singular unit (one
 # adjective may stand between); taken after rates, so `$5 a month` stays a rate.
 # After a frequency (`twice a day`, `three times a week`) `a` means per: no quantity.
-_FREQUENCY = re.compile(r"\b(?:once|twice|thrice|times|in|per|each|every)\s+$")  # `90 days in a year`
+_FREQUENCY = re.compile(
+    rf"\b(?:once|twice|thrice|times|in|per|each|every|(?:{_NUM}|{_WORD_NUM})\s+[a-z][a-z'-]*)\s+$"
+)  # `90 days in a year`; `five finds a day`: a count before `a` makes it per
 _ONE_UNIT_EN = re.compile(
     rf"\b(?:a|an)\s+"
     rf"(?:(full|whole|entire|single|extra|further|additional|complete)\s+)?((?:{_UNIT_ALT})(?![a-z-]))"
@@ -398,8 +415,8 @@ _RATE_EN = re.compile(
     rf"(?:({_NUM})\s*)?((?:{_UNIT_ALT})(?![a-z]))"
 )
 _RATE_CN_PER_FIRST = re.compile(
-    f"每({_NUM}|{_CNN})?({_UNIT_ALT_CN})[\u4e00-\u9fff]{{0,4}}?({_NUM}|{_CNN})({_UNIT_ALT_CN})"
-)
+    f"每({_NUM}|{_CNN})?({_UNIT_ALT_CN})(?:(?!每)[\u4e00-\u9fff]){{0,6}}?({_NUM}|{_CNN})({_UNIT_ALT_CN})"
+)  # the nearest 每 names the unit: 每人每年5000元 is 5000 yuan a year
 _RATE_CN_SLASH = re.compile(f"({_NUM}|{_CNN})({_UNIT_ALT_CN})/({_NUM}|{_CNN})?({_UNIT_ALT_CN})")
 _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w]|\.\d)")
 
@@ -470,10 +487,15 @@ def _facts(text: str) -> tuple[Fact, ...]:
     out: list[Fact] = []
 
     def add(
-        kind: str, token: str, *extra: str, parts: tuple[str, ...] = (), value: str | None = None
+        kind: str,
+        token: str,
+        *extra: str,
+        parts: tuple[str, ...] = (),
+        value: str | None = None,
+        calendar: str | None = None,
     ) -> None:
-        keys = frozenset((token, *extra, *([value] if value else [])))
-        out.append(Fact(kind=kind, token=token, keys=keys, parts=parts, value=value))
+        keys = frozenset((token, *extra, *(k for k in (value, calendar) if k)))
+        out.append(Fact(kind=kind, token=token, keys=keys, parts=parts, value=value, calendar=calendar))
 
     def take(pattern: re.Pattern[str], fn) -> None:  # noqa: ANN001 - local helper
         nonlocal s
@@ -577,6 +599,14 @@ def _facts(text: str) -> tuple[Fact, ...]:
             return False
         if cn == "一" and m.start() and s[m.start() - 1] in _NOT_ONE_AFTER:
             return False  # 哪一年, 这一天, 同一周: "which/this/the same", not a count
+        if (
+            cn == "一"
+            and s[m.start() - 1 : m.start()] in ("上", "下")
+            and s[m.start() - 2 : m.start() - 1] != "以"
+        ):
+            return False  # 上一年, 下一年: the year before or after, not one year (三个月以上一年以下 counts)
+        if unit is not None and m.start() and s[m.start() - 1] == "第":
+            return None  # 第二天: the next day (次日), an ordinal, not two days
         if unit is None and m.end() < len(s) and s[m.end()].isascii() and s[m.end()].isalpha():
             return False  # glued to letters: an identifier (3d, 5x)
         if spelled and words is not None and unit is None and value == 0:
@@ -587,7 +617,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         if unit in ("%", "‰"):
             add("percent", f"{number}{unit}", number, value=value_key(value, unit))
         elif unit is not None:
-            add("quantity", f"{number}{unit}", number, value=value_key(value, written))
+            _add_quantity(add, number, unit, value, written)
         else:
             add("number", number)
         return None
@@ -616,6 +646,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         ),
     )
     take(_FRACTION_CN, lambda m: _fraction(_cn_amount(m.group(2)), _cn_amount(m.group(1)), add))
+    take(_DISCOUNT_CN, lambda m: _fraction(*_discount(m.group(1)), add))
     take(_AGE_EN, lambda m: _unit_amount(_en_amount(m.group(1) or m.group(2)), "岁", Decimal(0), add))
     take(_HALF_EN, lambda m: _half_en(m, add))
     take(
@@ -630,10 +661,14 @@ def _facts(text: str) -> tuple[Fact, ...]:
     )
     take(
         _FRACTION_EN,
-        lambda m: _fraction(
-            _en_amount(m.group(1)),
-            Decimal(_ORDINALS[m.group(2).removesuffix("s") if m.group(2) != "halves" else "half"]),
-            add,
+        lambda m: (
+            None  # twenty-fifth: a compound ordinal (the 25th), no amount, not twenty fifths
+            if m.group(1).split()[-1].split("-")[-1] in _EN_TENS and "-" in m.group(0)[len(m.group(1)) :]
+            else _fraction(
+                _en_amount(m.group(1)),
+                Decimal(_ORDINALS[m.group(2).removesuffix("s") if m.group(2) != "halves" else "half"]),
+                add,
+            )
         ),
     )
     take(_HALF_ALONE_EN, lambda m: _fraction(Decimal(1), Decimal(2), add))
@@ -670,6 +705,15 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_QUANTITY, quantity)
     take(_ONE_UNIT_EN, one_unit)
     return tuple(out)
+
+
+def _discount(digits: str) -> tuple[Decimal, Decimal]:
+    """The share of the full price a Chinese discount writes (the digits before 折): one digit counts tenths
+    (八 = 8/10, 8.5 = 8.5/10), two digits hundredths, each digit read alone (九五 = 95/100)."""
+    if not digits[0].isdigit():
+        digits = "".join(str(_CN_DIGITS[c]) for c in digits)
+    share = Decimal(digits)
+    return (share * 10, Decimal(100)) if "." in digits or len(digits) == 1 else (share, Decimal(100))
 
 
 def _cn_amount(text: str) -> Decimal | None:
@@ -724,9 +768,20 @@ def _unit_amount(
     if whole is None or code is None:
         return False
     value = whole + extra
-    number = _fmt(value)
-    add("quantity", f"{number}{code}", number, value=value_key(value, word))
+    _add_quantity(add, _fmt(value), code, value, word)
     return None
+
+
+def _add_quantity(add: Callable[..., None], number: str, code: str, value: Decimal, word: str | None) -> None:
+    """A quantity fact `<number><code>`, by value and, for months and years, by the civil calendar; `word` is
+    its unit as written."""
+    add(
+        "quantity",
+        f"{number}{code}",
+        number,
+        value=value_key(value, word),
+        calendar=calendar_key(value, word),
+    )
 
 
 _CURRENCY_WORD = {"$": "dollars", "us$": "dollars", "€": "euros"}
@@ -792,6 +847,7 @@ def missing_fact(statement_facts: list[Fact], support_norm: str, support_keys: f
         elif (
             f.token not in support_keys
             and f.value not in support_keys
+            and f.calendar not in support_keys
             and not (f.parts and all(p in support_keys for p in f.parts))
         ):
             return f.token

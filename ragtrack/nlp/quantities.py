@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     import pint
 
-__all__ = ["CN_UNITS", "Unit", "unit_of", "value_key"]
+__all__ = ["CN_UNITS", "Unit", "calendar_key", "unit_of", "value_key"]
 
 # Chinese unit words -> a pint unit expression (or one of the custom units defined below).
 CN_UNITS: dict[str, str] = {
@@ -46,16 +46,21 @@ CN_UNITS: dict[str, str] = {
     "个自然日": "day",
     "工作日": "business_day",
     "个工作日": "business_day",
+    "工作周": "business_week",
+    "个工作周": "business_week",
     "周": "week",
     "星期": "week",
     "个星期": "week",
     "礼拜": "week",
     "个礼拜": "week",
     "个月": "month",
+    "个季度": "quarter_year",
     "月龄": "month",  # an age counted in months: 3月龄 = three months old
     "周龄": "week",
     "日龄": "day",
     "年": "year",
+    "世纪": "century",
+    "个世纪": "century",
     "毫米": "millimeter",
     "厘米": "centimeter",
     "分米": "decimeter",
@@ -92,6 +97,8 @@ CN_UNITS: dict[str, str] = {
     "港元": "hkd",
     "港币": "hkd",
     "倍": "times",
+    "百分点": "percentage_point",
+    "个百分点": "percentage_point",
     "人": "person",
     "名": "person",
     "个人": "person",
@@ -134,6 +141,10 @@ _FOLDED = {
     "ratio": "dimensionless",
     "working day": "business_day",
     "working days": "business_day",
+    "business week": "business_week",
+    "business weeks": "business_week",
+    "working week": "business_week",
+    "working weeks": "business_week",
     "cm2": "centimeter**2",
     "m2": "meter**2",
     "km2": "kilometer**2",  # cm², m², km² after NFKC
@@ -142,12 +153,28 @@ _FOLDED = {
     "employees": "person",
     "times": "times",
     "hrs": "hour",
+    "percentage point": "percentage_point",
+    "percentage points": "percentage_point",
+    "decade": "decade_of_years",
+    "decades": "decade_of_years",
 }
 
 # pint unit name -> family; a unit outside this table is not a quantity in prose.
 _FAMILY = {
     **dict.fromkeys(
-        ["second", "minute", "hour", "day", "week", "fortnight", "month", "year", "century"], "time"
+        [
+            "second",
+            "minute",
+            "hour",
+            "day",
+            "week",
+            "fortnight",
+            "month",
+            "year",
+            "decade_of_years",
+            "century",
+        ],
+        "time",
     ),
     **dict.fromkeys(
         [
@@ -170,7 +197,10 @@ _FAMILY = {
     **dict.fromkeys(["byte", "kilobyte", "megabyte", "gigabyte", "terabyte"], "data"),
     **dict.fromkeys(["percent", "permille", "dimensionless"], "ratio"),
     "business_day": "business_time",
+    "business_week": "business_time",
+    "quarter_year": "time",
     "times": "multiple",
+    "percentage_point": "percentage_point",
     "person": "count_people",
     "item": "count_item",
     "age_year": "age",
@@ -184,6 +214,7 @@ _BASE = {
     "mass": "gram",
     "data": "byte",
     "ratio": "dimensionless",
+    "business_time": "business_day",
 }
 _POWERED = {
     "meter": {2: "area", 3: "volume"},
@@ -207,12 +238,16 @@ def _registry() -> pint.UnitRegistry:
     reg: pint.UnitRegistry = pint.UnitRegistry()
     for line in (
         "business_day = [business_time]",
+        "business_week = 5 * business_day",
+        "quarter_year = 3 * month",  # 一个季度: pint's `quarter` is a fraction
         "times = [multiple]",
+        "percentage_point = [percentage_point]",  # a difference of percentages, not a share
         "person = [count_people]",
         "item = [count_item]",
         "age_year = [age]",
         "mu = 10000 / 15 * meter ** 2",
         "jin = 500 * gram",
+        "decade_of_years = 10 * year",  # pint's `decade` is a logarithmic ratio, not ten years
         *(f"{c} = [currency_{c}]" for c in ("usd", "cny", "eur", "gbp", "jpy", "hkd")),
     ):
         reg.define(line)
@@ -256,6 +291,19 @@ def value_key(amount: Decimal, word: str | None) -> str | None:
         return None
     family, expr = unit
     return f"{family}:{_magnitude(str(amount), family, expr)}"
+
+
+_CALENDAR_DAYS = {"month": 30, "quarter_year": 90, "year": 365}  # the civil convention: 一个月按30日计
+
+
+def calendar_key(amount: Decimal, word: str | None) -> str | None:
+    """An amount of months or years by the civil convention (a month is 30 days, a year 365), as a value key
+    in days: `3个月` = `90天`, `半个月` = `15 days`, `a year` = `365 days`, which pint's mean month (30.44
+    days) and year (365.25) do not equal. None for any other unit."""
+    unit = unit_of(word) if word is not None else None
+    if unit is None or unit[1] not in _CALENDAR_DAYS:
+        return None
+    return f"time:{_magnitude(str(amount * _CALENDAR_DAYS[unit[1]]), 'time', 'day')}"
 
 
 @lru_cache(maxsize=65536)

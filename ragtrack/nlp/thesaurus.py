@@ -24,7 +24,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-__all__ = ["stem", "synonymous"]
+__all__ = ["stem", "synonymous", "synsets"]
 
 _WORDNET_POS = ("noun", "verb", "adj", "adv")
 
@@ -34,8 +34,13 @@ def synonymous(a: str, b: str) -> bool:
     equal-meaning group of Cilin?"""
     if a == b:
         return True
-    table = _english() if a.isascii() and b.isascii() else _chinese()
-    return not table.get(a, frozenset()).isdisjoint(table.get(b, frozenset()))
+    return a.isascii() == b.isascii() and not synsets(a).isdisjoint(synsets(b))
+
+
+def synsets(word: str) -> frozenset[str]:
+    """The WordNet synsets (English Snowball stem) or Cilin equal-meaning groups (Chinese word) that hold
+    `word`; two words are `synonymous` when theirs meet."""
+    return (_english() if word.isascii() else _chinese()).get(word, frozenset())
 
 
 def stem(word: str) -> str:

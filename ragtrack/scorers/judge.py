@@ -21,7 +21,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 from rapidfuzz import fuzz
 
-from ragtrack.nlp.contradiction import added_words, conflict, quantity_conflict, support_tokens, words
+from ragtrack.nlp.contradiction import (
+    added_words,
+    conflict,
+    grounding,
+    quantity_conflict,
+    senses,
+    support_tokens,
+    words,
+)
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.facts import facts, missing_fact, provided_keys
 from ragtrack.nlp.lexical import content_tokens, coverage, split_statements
@@ -162,8 +170,9 @@ class OfflineJudge:
             words(joined),
         )
         cos = self.similarities(statements, sents)
+        meanings = senses(vocab)
         return [
-            self._verdict(st, cos[i], sents, whole, keys, all_tokens, vocab)
+            self._verdict(st, cos[i], sents, whole, keys, all_tokens, vocab, meanings)
             for i, st in enumerate(statements)
         ]
 
@@ -176,6 +185,7 @@ class OfflineJudge:
         keys: frozenset[str],
         all_tokens: frozenset[str],
         vocab: frozenset[str],
+        meanings: frozenset[str],
     ) -> Verdict:
         """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines
         `cos`)."""
@@ -220,6 +230,7 @@ class OfflineJudge:
         added = added_words(st, evidence, vocab)
         if added:
             return unsupported(f"adds: {', '.join(sorted(added))}")
+        closeness *= grounding(st, vocab, meanings)
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:

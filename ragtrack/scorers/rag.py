@@ -515,8 +515,10 @@ class RagScorer(EmbeddingScorer):
     # the question's focus, swapped operators; 4: changed and added words of near-copies, correctness by
     # support; 5: clock times, ages, fractions of units and months by value, scope and connective swaps,
     # double negation, support tokens (stems and values); 6: synonyms by thesaurus, swapped parties, words a
-    # near-copy appends, 分钟内 and 星期后 as operators
-    version = "6"
+    # near-copy appends, 分钟内 and 星期后 as operators; 7: supported statements graded by their least
+    # grounded clause, negation moved between clauses, rather than; percentage points, 折, working weeks,
+    # months and years by the civil calendar, ordinals as no amounts
+    version = "7"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

@@ -5,13 +5,16 @@ from __future__ import annotations
 import pytest
 
 from ragtrack.nlp.contradiction import (
+    NEGATION,
     added_words,
     conflict,
+    grounding,
     passive_voice,
     polarity,
     quantity_conflict,
     relation_spans,
     relations,
+    senses,
     support_tokens,
     word_sequence,
     words,
@@ -35,6 +38,7 @@ from ragtrack.nlp.facts import facts, provided_keys
         ("whether or not the fee is paid", 0),
         ("The driver must not move the train without permission.", 0),  # two negations in a clause affirm
         ("不得不停车", 0),
+        ("Training is spread across no fewer than two days.", 0),  # a bound: at least
         ("The fee is not refunded, and no interest is paid.", 2),  # two negated clauses
     ],
 )
@@ -243,6 +247,41 @@ def test_a_near_copy_that_appends_a_clause_names_its_new_words():
     assert "doubl" in added_words(said, source, words(source))
 
 
+REFUNDS = "Refunds are paid within 14 days of the return. Exchanges are free at any branch."
+
+
+def grounded(statement: str, source: str = REFUNDS) -> float:
+    return grounding(statement, words(source), senses(words(source)))
+
+
+def test_a_statement_whose_words_the_sources_have_is_wholly_grounded():
+    assert grounded("Exchanges are free at any branch, and refunds are paid within 14 days.") == 1.0
+
+
+def test_grounding_is_the_share_of_the_least_grounded_clause():
+    # clause 2 holds credit, expir, store (none in the source) and refund: 1 of 4
+    assert grounded("Refunds are paid within 14 days, and refunds for store credit expire.") == 0.25
+
+
+def test_a_synonym_of_a_source_word_is_grounded():
+    source = "The shop will repair the laptop free of charge."
+    assert grounded("The shop will fix the laptop free of charge.", source) == 1.0
+
+
+def test_a_clause_of_fewer_than_three_words_is_not_judged_alone():
+    assert grounded("Refunds are paid within 14 days, at weekends.") == 1.0
+
+
+def test_the_comma_of_a_number_does_not_split_a_clause():
+    source = "The deposit of 1,200 euros is refunded when the lease ends."
+    assert grounded("The deposit of 1,200 euros is refunded when the lease ends.", source) == 1.0
+
+
+def test_a_chinese_word_inside_a_source_word_is_grounded():
+    source = "用人单位应当在三十日内为劳动者办理社会保险登记。"
+    assert grounded("单位应当在三十日内为劳动者办理社会保险。", source) == 1.0
+
+
 def test_minutes_after_where_the_source_says_within_changes_a_condition():
     assert conflict(
         "乘客在司机接单3分钟内取消订单的，需支付5元取消费",
@@ -264,9 +303,45 @@ def test_a_passive_clause_is_a_form_of_be_before_a_participle_or_bei(text: str, 
     assert passive_voice(text) is passive
 
 
-def test_the_word_sequence_holds_the_words_in_written_order_without_operators_or_numerals() -> None:
+def test_the_word_sequence_holds_the_words_and_negations_in_written_order_without_operators_or_numerals() -> (
+    None
+):
     assert word_sequence("The tenant must apply before the deadline, not after 3 days") == (
         "tenant",
         "appli",
         "deadlin",
+        NEGATION,
     )
+
+
+def test_two_parties_that_trade_places_around_a_negation_conflict() -> None:
+    assert conflict(
+        "Warranty claims must be submitted by the certified installer who fitted the system,"
+        " not by the homeowner",
+        "Warranty claims must be submitted by the homeowner,"
+        " not by the certified installer who fitted the system",
+    ) == ("swapped: certifi and homeown")
+
+
+def test_rather_than_negates_what_follows() -> None:
+    assert polarity("made by the installer rather than by the homeowner") == polarity(
+        "made by the installer, not by the homeowner"
+    )
+
+
+def test_a_near_copy_that_moves_its_negation_to_another_clause_conflicts() -> None:
+    assert conflict(
+        "The plan does cover braces for adults, not only for members under 18",
+        "The plan does not cover braces for adults, only for members under 18",
+    ) == ("polarity: the negation moved to another clause")
+
+
+def test_after_an_event_where_the_source_says_before_it_changes_a_condition() -> None:
+    assert conflict(
+        "持证人须在证书有效期届满后3个月内参加继续培训",
+        "持证人须在证书有效期届满前3个月内参加继续培训",
+    ) == ("condition: after where the source says before")
+
+
+def test_qian_and_hou_inside_a_word_are_no_operators() -> None:
+    assert relations("前往医院了解后果") == frozenset()

@@ -44,6 +44,7 @@ def test_english_entities(text: str, entities: list[str]) -> None:
         ("嫦娥五号从月球带回了多少月壤？", ["嫦娥五号"]),
         ("根据《劳动合同法》第十九条，财政部规定", ["第19条", "《劳动合同法》", "财政部"]),
         ("注册资本最低100万元", ["1000000cny"]),
+        ("澜州市游泳教练员资格考核", ["澜州市", "游泳教练员资格考核"]),  # jieba: 澜/ns 州市/n
     ],
 )
 def test_chinese_entities(text: str, entities: list[str]) -> None:
@@ -53,6 +54,17 @@ def test_chinese_entities(text: str, entities: list[str]) -> None:
 def test_a_name_occurs_by_normalised_containment() -> None:
     (fha,) = extract("an FHA loan")
     assert occurs(fha, "fha   loans") and not occurs(fha, "this kind of loan")
+
+
+def test_a_name_occurs_after_a_possessive() -> None:
+    (plan,) = extract("Does Calder Mutual's Brightwell Dental Plus cover braces?")
+    assert occurs(plan, "Calder Mutual's Brightwell Dental Plus pays for orthodontics")
+
+
+def test_a_name_occurs_when_each_of_its_words_is_in_a_name_of_the_text() -> None:
+    (battery,) = extract("What does the Solvane HomeCell 10 warranty guarantee?")
+    assert occurs(battery, "Solvane promises that the HomeCell 10 keeps 70% of its capacity")
+    assert not occurs(battery, "Solvane promises that the battery keeps 70% of its capacity")
 
 
 def test_a_term_occurs_when_half_its_pieces_do() -> None:

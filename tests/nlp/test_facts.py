@@ -45,7 +45,52 @@ SAME = [
     ("a 30-day period", "a 30 day period", ["30d"]),
     ("25 cm²", "25 square centimetres", ["25cm2"]),
     ("108元/亩", "每亩108元", ["108cny/mu"]),
+    ("降低十个百分点", "降低10个百分点", ["10pp"]),  # a difference of percentages, not a share
+    ("按九五折收取", "按95折收取", ["95%"]),  # a price in hundredths of the full one
 ]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("for a decade", "for 10 years"),
+        ("a fortnight", "14 days"),
+        ("半个世纪", "50 years"),
+        ("九五折", "95%"),
+        ("打八折", "80%"),
+        ("8.5折", "85%"),
+        ("within two working weeks", "10个工作日内"),
+        ("two dozen hours", "24 hours"),
+    ],
+)
+def test_the_same_amount_in_another_unit_has_the_same_value(a: str, b: str) -> None:
+    assert [f.value for f in facts(a)] == [f.value for f in facts(b)]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("三个月", "90天"),
+        ("半个月内", "15天内"),
+        ("a year", "365 days"),
+        ("一个季度", "90 days"),
+        ("a month", "30日"),
+    ],
+)
+def test_months_and_years_agree_with_their_days_by_the_civil_calendar(a: str, b: str) -> None:
+    assert _missing(a, b) is None and _missing(b, a) is None
+
+
+def test_three_months_are_not_91_days() -> None:
+    assert _missing("3 months", "91 days") == "3mo"
+
+
+def test_a_percentage_point_is_no_percent() -> None:
+    assert [f.value for f in facts("10个百分点")] != [f.value for f in facts("10%")]
+
+
+def test_a_word_that_begins_with_zhe_is_no_discount() -> None:
+    assert facts("设备折旧费") == [] and facts("三折叠伞") == []
 
 
 @pytest.mark.parametrize(
@@ -68,6 +113,18 @@ def test_a_rate_provides_its_two_amounts() -> None:
 @pytest.mark.parametrize("text", ["500 mg twice a day", "500 mg three times a day"])
 def test_a_count_between_an_amount_and_per_makes_no_rate(text: str) -> None:
     assert "500mg" in fact_tokens(text)
+
+
+def test_a_count_before_a_makes_it_per() -> None:
+    assert fact_tokens("at most five finds a day") == ["5"]
+
+
+def test_one_year_after_yishang_is_an_amount() -> None:
+    assert fact_tokens("三个月以上一年以下") == ["3mo", "1y"]
+
+
+def test_the_nearest_mei_names_the_unit_of_a_rate() -> None:
+    assert fact_tokens("获奖学生每人每年可得5000元") == ["5000cny/y"]
 
 
 def test_a_count_per_the_thing_counted_is_no_rate() -> None:
@@ -125,6 +182,11 @@ def test_other_kinds(text: str, tokens: list[str]) -> None:
         "千万不要",
         "十分重要",
         "哪一年",
+        "以单位上一年职工月平均工资为基数",  # the year before
+        "第二天下午送达",  # the next day: an ordinal
+        "一季度末",  # the first quarter (Q1), not one quarter
+        "on the twenty-fifth of every month",  # the 25th, not twenty fifths
+        "dozens of people",
         "MiniLM-L6",
         "3D printing",
         "the tenant",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragtrack.nlp import thesaurus
-from ragtrack.nlp.thesaurus import stem, synonymous
+from ragtrack.nlp.thesaurus import stem, synonymous, synsets
 
 
 @pytest.mark.parametrize(("a", "b"), [("finish", "complete"), ("buy", "purchase"), ("allow", "permit")])
@@ -31,6 +31,10 @@ def test_chinese_words_only_related_in_cilin_are_not_synonyms() -> None:
 
 def test_a_word_no_thesaurus_knows_is_a_synonym_of_itself_only() -> None:
     assert synonymous("zzqx", "zzqx") and not synonymous("zzqx", "zzqy")
+
+
+def test_synonyms_share_a_synset_and_others_do_not() -> None:
+    assert synsets("变更") & synsets("更改") and not synsets(stem("landlord")) & synsets(stem("tenant"))
 
 
 def test_stems_are_snowball_english() -> None:

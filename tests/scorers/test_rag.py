@@ -115,6 +115,15 @@ def test_a_supported_statement_scores_by_the_closeness_of_its_evidence() -> None
     )
 
 
+def test_a_supported_statement_with_a_clause_the_sources_lack_scores_by_that_clause_s_grounding() -> None:
+    # matched by cosine; its first clause has 1 of 4 words in the context (`contradiction.grounding`)
+    said = "Refunds for store credit expire, and refunds take 5 days once the parcel is checked"
+    source = "Once the warehouse has checked the parcel, refunds take 5 days"
+    enc = FakeEncoder({said: [1, 0], source: [1, 0]})
+    rows, _ = score(case("a", answer=said + ".", contexts=(source + ".",)), encoder=enc)
+    assert rows["a"]["rag/faithfulness"] == pytest.approx(0.5 + 0.5 * 0.25 * closeness(said, source, 1.0))
+
+
 @pytest.mark.parametrize(("cos", "supported"), [(0.8, True), (0.75, True), (0.7, False)])
 def test_a_statement_matches_by_cosine_alone_at_the_support_threshold(cos: float, supported: bool) -> None:
     enc = FakeEncoder({"Cats purr": [1, 0], "Felines rumble softly": [cos, math.sqrt(1 - cos**2)]})
