@@ -26,7 +26,6 @@ from ragtrack.nlp.contradiction import (
     conflict,
     grounding,
     quantity_conflict,
-    senses,
     support_tokens,
     words,
 )
@@ -170,9 +169,8 @@ class OfflineJudge:
             words(joined),
         )
         cos = self.similarities(statements, sents)
-        meanings = senses(vocab)
         return [
-            self._verdict(st, cos[i], sents, whole, keys, all_tokens, vocab, meanings)
+            self._verdict(st, cos[i], sents, whole, keys, all_tokens, vocab)
             for i, st in enumerate(statements)
         ]
 
@@ -185,7 +183,6 @@ class OfflineJudge:
         keys: frozenset[str],
         all_tokens: frozenset[str],
         vocab: frozenset[str],
-        meanings: frozenset[str],
     ) -> Verdict:
         """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines
         `cos`)."""
@@ -230,7 +227,7 @@ class OfflineJudge:
         added = added_words(st, evidence, vocab)
         if added:
             return unsupported(f"adds: {', '.join(sorted(added))}")
-        closeness *= grounding(st, vocab, meanings)
+        closeness *= grounding(st, vocab)
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:
