@@ -372,9 +372,7 @@ def quantity_conflict(
     """A fact of the statement that the sources lack, where the evidence has another fact of its family (an
     amount of the same kind, a date, a range, an article): `<it> vs <the evidence's>`."""
     for f in statement_facts:
-        if f.kind in ("title", "quote") or {f.token, f.value, f.calendar} & support_keys:
-            continue
-        if f.parts and all(p in support_keys for p in f.parts):
+        if f.kind in ("title", "quote") or f.provided_by(support_keys):
             continue
         family = _family(f)
         rivals = [e.token for e in evidence_facts if _family(e) == family and e.token != f.token]

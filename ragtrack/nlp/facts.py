@@ -90,6 +90,13 @@ class Fact(BaseModel):
     # months or years by the civil calendar (`quantities.calendar_key`): `3个月` = `90天`
     calendar: str | None = None
 
+    def provided_by(self, keys: frozenset[str]) -> bool:
+        """Do `keys` (`provided_keys` of a text) hold this fact: its token, value or calendar key, or both
+        ends of a range?"""
+        return bool({self.token, self.value, self.calendar} & keys) or bool(
+            self.parts and all(p in keys for p in self.parts)
+        )
+
 
 # ------------------------------------------------------------------ numbers
 
@@ -844,11 +851,6 @@ def missing_fact(statement_facts: list[Fact], support_norm: str, support_keys: f
         if f.kind in ("title", "quote"):
             if f.token[1:-1] not in support_norm:
                 return f.token
-        elif (
-            f.token not in support_keys
-            and f.value not in support_keys
-            and f.calendar not in support_keys
-            and not (f.parts and all(p in support_keys for p in f.parts))
-        ):
+        elif not f.provided_by(support_keys):
             return f.token
     return None
