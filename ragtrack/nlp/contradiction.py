@@ -95,6 +95,7 @@ __all__ = [
     "relations",
     "senses",
     "support_tokens",
+    "word_coverage",
     "word_sequence",
     "words",
 ]
@@ -584,17 +585,29 @@ def grounding(statement: str, sources: frozenset[str]) -> float:
     one (their `senses`, read only for a word not found otherwise); 1 when no clause has
     `GROUNDED_CLAUSE_WORDS` words. A statement that matches its evidence but adds a clause of its own
     claims what the sources do not say."""
-    shares = []
-    for clause in _CLAUSE_SEP.split(statement):
-        own = words(clause)
-        if len(own) < GROUNDED_CLAUSE_WORDS:
-            continue
-        unseen = [
-            w for w in own if w not in sources and (w.isascii() or not any(w in v or v in w for v in sources))
-        ]
-        lost = sum(1 for w in unseen if synsets(w).isdisjoint(senses(sources)))
-        shares.append(1 - lost / len(own))
+    shares = [
+        1 - len(_unfound(own, sources)) / len(own)
+        for clause in _CLAUSE_SEP.split(statement)
+        if len(own := words(clause)) >= GROUNDED_CLAUSE_WORDS
+    ]
     return min(shares, default=1.0)
+
+
+def word_coverage(text: str, other: str) -> float:
+    """The share of `text`'s `words` that `other` has, as such, inside or around one of its words, or as a
+    synonym (as `grounding` finds them); 0 when `text` has none."""
+    own = words(text)
+    return 1 - len(_unfound(own, words(other))) / len(own) if own else 0.0
+
+
+def _unfound(own: frozenset[str], sources: frozenset[str]) -> list[str]:
+    """The words of `own` that `sources` (`words`) has neither as such, nor inside or around one of its
+    Chinese words (单位, 用人单位), nor as a synonym; the thesaurus is read only for a word not found
+    otherwise."""
+    unseen = [
+        w for w in own if w not in sources and (w.isascii() or not any(w in v or v in w for v in sources))
+    ]
+    return [w for w in unseen if synsets(w).isdisjoint(senses(sources))]
 
 
 @lru_cache(maxsize=65536)

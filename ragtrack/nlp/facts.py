@@ -90,12 +90,38 @@ class Fact(BaseModel):
     # months or years by the civil calendar (`quantities.calendar_key`): `3个月` = `90天`
     calendar: str | None = None
 
+    approx: bool = False  # hedged (`about 10 days`, `三个月左右`): it agrees with amounts near it
+
     def provided_by(self, keys: frozenset[str]) -> bool:
         """Do `keys` (`provided_keys` of a text) hold this fact: its token, value or calendar key, or both
-        ends of a range?"""
-        return bool({self.token, self.value, self.calendar} & keys) or bool(
+        ends of a range; or, when this fact or the key is hedged, an amount within `APPROXIMATE` of it?"""
+        if {self.token, self.value, self.calendar} & keys or (
             self.parts and all(p in keys for p in self.parts)
-        )
+        ):
+            return True
+        mine = [k for k in (self.value, self.calendar) if k]
+        near = [k.removeprefix("~") for k in keys if ":" in k and (self.approx or k.startswith("~"))]
+        return any(_near(a, b) for a in mine for b in near)
+
+
+APPROXIMATE = Decimal("0.1")  # a hedged amount agrees with one that differs by at most this share
+# Hedges of an amount: before it (about, 约, 将近) or after it (or so, 左右, 上下)
+_HEDGE_BEFORE = re.compile(
+    r"(?:\b(?:about|around|roughly|approximately|approx\.|nearly|almost|circa|close to|some)\s+"
+    r"|约|大约|大概|大致|将近|接近|差不多)$"
+)
+_HEDGE_AFTER = re.compile(r"^(?:\s+or so\b|\s*(?:左右|上下))")
+
+
+def _near(a: str, b: str) -> bool:
+    """Are two value keys (`<family>:<amount>`) of one family within `APPROXIMATE` of each other?"""
+    fa, _, va = a.partition(":")
+    fb, _, vb = b.partition(":")
+    try:
+        x, y = Decimal(va), Decimal(vb)
+    except ArithmeticError:
+        return False
+    return fa == fb and abs(x - y) <= APPROXIMATE * max(abs(x), abs(y))
 
 
 # ------------------------------------------------------------------ numbers
@@ -383,6 +409,10 @@ _HALF_CN = re.compile(
 _HALF_EN = re.compile(
     rf"{_NOT_AFTER_LETTER}(?:(a|an|one|{_WORD_NUM}|\d+)\s+({_UNIT_ALT})\s+and\s+a\s+half|half\s+(?:a|an)\s+({_UNIT_ALT}))\b"
 )  # a year and a half, half a year
+_AND_A_HALF_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(\d+|{_WORD_NUM})\s+and\s+a\s+half(?:\s+(thousand|million|billion))?"
+    rf"(?:[\s-]+((?:{_UNIT_ALT})(?![a-z])))?"
+)  # two and a half years, seven and a half thousand euros
 _HALF_ALONE_CN = re.compile(
     f"(?<![{_CN_NUM}0-9个上下前后])半个?({_UNIT_ALT_CN}|月)"
 )  # 半年, 半个月, 半小时; 上半月, 下半年 name a half of the period, not an amount
@@ -492,6 +522,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     s = unicodedata.normalize("NFKC", text).casefold()
     folded = s  # as written: `s` loses each span a kind takes
     out: list[Fact] = []
+    span = (0, 0)  # of the match being read
 
     def add(
         kind: str,
@@ -501,12 +532,21 @@ def _facts(text: str) -> tuple[Fact, ...]:
         value: str | None = None,
         calendar: str | None = None,
     ) -> None:
-        keys = frozenset((token, *extra, *(k for k in (value, calendar) if k)))
-        out.append(Fact(kind=kind, token=token, keys=keys, parts=parts, value=value, calendar=calendar))
+        amounts = [k for k in (value, calendar) if k]
+        approx = bool(
+            amounts and (_HEDGE_BEFORE.search(folded, 0, span[0]) or _HEDGE_AFTER.match(folded[span[1] :]))
+        )
+        keys = frozenset((token, *extra, *amounts, *(f"~{k}" for k in amounts if approx)))
+        out.append(
+            Fact(
+                kind=kind, token=token, keys=keys, parts=parts, value=value, calendar=calendar, approx=approx
+            )
+        )
 
     def take(pattern: re.Pattern[str], fn) -> None:  # noqa: ANN001 - local helper
-        nonlocal s
+        nonlocal s, span
         for m in list(pattern.finditer(s)):
+            span = m.span()
             if fn(m) is not False:
                 s = _mask(s, m.span())
 
@@ -656,6 +696,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_DISCOUNT_CN, lambda m: _fraction(*_discount(m.group(1)), add))
     take(_AGE_EN, lambda m: _unit_amount(_en_amount(m.group(1) or m.group(2)), "岁", Decimal(0), add))
     take(_HALF_EN, lambda m: _half_en(m, add))
+    take(_AND_A_HALF_EN, lambda m: _and_a_half_en(m, add))
     take(
         _FRACTION_OF_EN,
         lambda m: _unit_amount(
@@ -763,6 +804,19 @@ def _half_en(m: re.Match[str], add: Callable[..., None]) -> bool | None:
     if m.group(3) is not None:
         return _unit_amount(Decimal(0), m.group(3), Decimal("0.5"), add)
     return _unit_amount(_en_amount(m.group(1)), m.group(2), Decimal("0.5"), add)
+
+
+def _and_a_half_en(m: re.Match[str], add: Callable[..., None]) -> bool | None:
+    """`two and a half years` = 2.5 years, `seven and a half thousand` = 7500 (a number, or a quantity of the
+    unit that follows)."""
+    whole = _en_amount(m.group(1))
+    if whole is None:
+        return False
+    value = (whole + Decimal("0.5")) * _SCALE_WORDS.get(m.group(2) or "", 1)
+    if m.group(3) is None:
+        add("number", _fmt(value))
+        return None
+    return _unit_amount(value, m.group(3), Decimal(0), add)
 
 
 def _unit_amount(

@@ -230,8 +230,9 @@ class EaragScorer(EmbeddingScorer):
     # 2: support verdicts with contradictions, quantities by value; 3: an operator in its opposite's place
     # (rag v3); 4: changed and added words of near-copies (rag v4); 5: no bare-ordinal fractions (rag v5);
     # 6: synonyms by thesaurus, swapped parties, appended words (rag v6); 7: names found by their words and
-    # possessives, Chinese place names, grounded clauses (rag v7)
-    version = "7"
+    # possessives, Chinese place names, grounded clauses (rag v7); 8: hedged amounts within 10%, `two and a
+    # half years` (rag v8)
+    version = "8"
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"

@@ -14,6 +14,7 @@ call; the other methods then only look vectors up.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -27,11 +28,13 @@ from ragtrack.nlp.contradiction import (
     grounding,
     quantity_conflict,
     support_tokens,
+    word_coverage,
     words,
 )
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.facts import facts, missing_fact, provided_keys
-from ragtrack.nlp.lexical import content_tokens, coverage, split_statements
+from ragtrack.nlp.lexical import coverage, split_statements
+from ragtrack.nlp.questions import asks
 from ragtrack.nlp.text import norm
 
 __all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict", "unmatched"]
@@ -89,10 +92,7 @@ class RagJudge(Protocol):
         """One verdict per statement: is it supported by the source texts, and how well?"""
 
     def relevance(self, question: str, text: str) -> float:
-        """How well `text` addresses `question`, 0..1."""
-
-    def chunk_relevance(self, question: str, chunk: str) -> float:
-        """How well a retrieved chunk addresses `question`, 0..1."""
+        """How well `text` (an answer or a retrieved chunk) addresses `question`, 0..1."""
 
     def cosine(self, a: str, b: str) -> float:
         """Embedding cosine of two texts."""
@@ -106,9 +106,10 @@ class OfflineJudge:
     tokens, or when the sources together hold a share ≥ `sources_lexical_threshold` of them
     (an answer's sentence that joins several source sentences).
 
-    Relevance = `relevance_cosine_weight` · max(0, cosine) + (1 − that weight) · the share
-    of the question's content tokens that the text has; a retrieved chunk's, to the question's
-    focus (the question without the names and terms of its topic).
+    Relevance (of an answer or a chunk) = `relevance_cosine_weight` · max(0, the best cosine of
+    one of its sentences with the question's focus) + (1 − that weight) · the share of the
+    focus's words it has (`contradiction.word_coverage`); the focus is the question without the
+    names and terms of its topic.
     """
 
     def __init__(
@@ -231,10 +232,14 @@ class OfflineJudge:
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:
-        lex = coverage(content_tokens(question), content_tokens(text))
-        return self.w * max(0.0, self.cosine(question, text)) + (1 - self.w) * lex
-
-    def chunk_relevance(self, question: str, chunk: str) -> float:
-        """`relevance` to the question's focus (`entities.focus`): the names a whole topic shares do not make
-        a chunk relevant, what the question asks of them does."""
-        return self.relevance(focus(question), chunk)
+        """SPEC §3: how well `text` answers each ask of the question (`questions.asks`), on average. An ask
+        is read by its focus (`entities.focus`: the names a whole topic shares do not make a chunk or an
+        answer relevant, what the question asks of them does): the best cosine of one of the text's
+        sentences with it, and the share of its words the text has."""
+        sentences = self.statements(text) or [text]
+        focuses = [focus(a) for a in asks(question)]
+        best = self.similarities(focuses, sentences).max(axis=1)
+        return math.fsum(
+            self.w * max(0.0, float(b)) + (1 - self.w) * word_coverage(f, text)
+            for f, b in zip(focuses, best, strict=True)
+        ) / len(focuses)

@@ -153,10 +153,6 @@ class LlmJudge:
         prompt = fill_as_data(self.prompts["relevance"].text, {"question": question, "text": text})
         return self.batch.ask(prompt, read_relevance, 0.0)
 
-    def chunk_relevance(self, question: str, chunk: str) -> float:
-        """The judge reads the whole question: it tells the topic from what is asked itself."""
-        return self.relevance(question, chunk)
-
     def cosine(self, a: str, b: str) -> float:
         if self.batch.planning:  # embedded together after planning
             self._cosine_texts.update((a, b))

@@ -133,9 +133,6 @@ class NliJudge:
     def relevance(self, question: str, text: str) -> float:
         return self.offline.relevance(question, text)
 
-    def chunk_relevance(self, question: str, chunk: str) -> float:
-        return self.offline.chunk_relevance(question, chunk)
-
     def cosine(self, a: str, b: str) -> float:
         return self.offline.cosine(a, b)
 

@@ -36,6 +36,7 @@ from ragtrack.core.registry import code_sha256, reaching
 from ragtrack.core.types import ComponentInfo, EvalCase, Prediction, ScorerOutput, ScoreValue
 from ragtrack.inputs.prompts import Prompt
 from ragtrack.nlp.entities import focus
+from ragtrack.nlp.questions import asks
 from ragtrack.nlp.text import norm
 from ragtrack.scorers import reliability
 from ragtrack.scorers.base import (
@@ -251,11 +252,10 @@ def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
 
 
 def context_relevance(inp: RagInputs, judge: RagJudge) -> Metric:
-    """The mean relevance (0..1) of the retrieved chunks to the question's focus
-    (`RagJudge.chunk_relevance`)."""
+    """The mean relevance (0..1) of the retrieved chunks to the question (`RagJudge.relevance`)."""
     if not inp.contexts:
         return Metric.nan(NO_CONTEXTS)
-    return Metric(value=sum(judge.chunk_relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
+    return Metric(value=sum(judge.relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
 
 
 def average_precision(relevant: Sequence[bool]) -> float:
@@ -310,7 +310,7 @@ def answer_correctness(inp: RagInputs, judge: RagJudge, f1_weight: float) -> Met
 
 def texts_of(inp: RagInputs, judge: RagJudge) -> set[str]:
     """Every text the six metrics ask the backend about for this case."""
-    texts = {inp.question, focus(inp.question), *inp.contexts}
+    texts = {inp.question, *(focus(a) for a in asks(inp.question)), *inp.contexts}
     sources = [*inp.contexts]
     if inp.answer.strip():
         texts.add(inp.answer)
@@ -517,8 +517,10 @@ class RagScorer(EmbeddingScorer):
     # double negation, support tokens (stems and values); 6: synonyms by thesaurus, swapped parties, words a
     # near-copy appends, 分钟内 and 星期后 as operators; 7: supported statements graded by their least
     # grounded clause, negation moved between clauses, rather than; percentage points, 折, working weeks,
-    # months and years by the civil calendar, ordinals as no amounts
-    version = "7"
+    # months and years by the civil calendar, ordinals as no amounts; 8: relevance of answers and chunks
+    # by their best sentence against each ask's focus, words matched by synonym; hedged amounts within
+    # 10%, `two and a half years`
+    version = "8"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

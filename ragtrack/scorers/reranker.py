@@ -123,8 +123,5 @@ class RerankedJudge:
     def relevance(self, question: str, text: str) -> float:
         return self.reranker.score(question, text)
 
-    def chunk_relevance(self, question: str, chunk: str) -> float:
-        return self.reranker.score(question, chunk)
-
     def cosine(self, a: str, b: str) -> float:
         return self.inner.cosine(a, b)

@@ -16,6 +16,7 @@ from ragtrack.nlp.contradiction import (
     relations,
     senses,
     support_tokens,
+    word_coverage,
     word_sequence,
     words,
 )
@@ -274,6 +275,15 @@ def test_a_synonym_of_a_source_word_is_grounded():
 
 def test_a_clause_of_fewer_than_three_words_is_not_judged_alone():
     assert grounded("Refunds are paid within 14 days, at weekends.") == 1.0
+
+
+def test_word_coverage_is_the_share_of_words_found_as_such_or_as_synonyms():
+    # repair is fixed; fee, refund: none of the text's; 1 of 3
+    assert word_coverage("repair fee refund?", "The shop will fix the laptop.") == pytest.approx(1 / 3)
+
+
+def test_word_coverage_of_a_text_without_words_is_zero():
+    assert word_coverage("How?", "The shop will fix the laptop.") == 0.0
 
 
 def test_the_comma_of_a_number_does_not_split_a_clause():

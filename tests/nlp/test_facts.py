@@ -61,6 +61,8 @@ SAME = [
         ("8.5折", "85%"),
         ("within two working weeks", "10个工作日内"),
         ("two dozen hours", "24 hours"),
+        ("two and a half years", "30 months"),
+        ("seven and a half thousand euros", "€7,500"),
     ],
 )
 def test_the_same_amount_in_another_unit_has_the_same_value(a: str, b: str) -> None:
@@ -79,6 +81,30 @@ def test_the_same_amount_in_another_unit_has_the_same_value(a: str, b: str) -> N
 )
 def test_months_and_years_agree_with_their_days_by_the_civil_calendar(a: str, b: str) -> None:
     assert _missing(a, b) is None and _missing(b, a) is None
+
+
+def test_and_a_half_before_a_scale_is_a_number() -> None:
+    assert fact_tokens("seven and a half thousand crowns") == ["7500"]
+
+
+@pytest.mark.parametrize(
+    ("hedged", "exact"),
+    [
+        ("about a week and a half", "10 days"),  # 10.5 days
+        ("三个月左右", "92天"),
+        ("nearly 2 kilograms", "1.9 kg"),
+    ],
+)
+def test_a_hedged_amount_agrees_with_amounts_near_it_either_way(hedged: str, exact: str) -> None:
+    assert _missing(hedged, exact) is None and _missing(exact, hedged) is None
+
+
+def test_a_hedged_amount_does_not_agree_with_one_more_than_a_tenth_away() -> None:
+    assert _missing("about 10 days", "two weeks") == "10d"
+
+
+def test_unhedged_amounts_agree_only_when_equal() -> None:
+    assert _missing("a week and a half", "10 days") == "1.5w"
 
 
 def test_three_months_are_not_91_days() -> None:

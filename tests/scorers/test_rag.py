@@ -15,8 +15,8 @@ from ragtrack.core.errors import InputError
 from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
 from ragtrack.inputs.eval_sets import load_eval_set
 from ragtrack.inputs.predictions import match_prediction_file
+from ragtrack.nlp.contradiction import word_coverage
 from ragtrack.nlp.entities import focus
-from ragtrack.nlp.lexical import content_tokens, coverage
 from ragtrack.nlp.text import norm
 from ragtrack.scorers import Batch, build_scorer
 from ragtrack.scorers.rag import EmbeddingScorer, average_precision
@@ -208,17 +208,36 @@ def test_context_precision_with_partial_ratio_matches_a_chunk_cut_from_a_longer_
     assert rows["a"]["rag/context_precision"] == pytest.approx((1 / 2 + 2 / 3) / 2)
 
 
-def test_context_relevance_is_the_mean_of_cosine_and_question_token_share() -> None:
-    # chunk 1: 0.5 · cos 0.6 + 0.5 · {refund} of {refund, fee} = 0.55; chunk 2: 0
-    enc = FakeEncoder({"Refund fee?": [1, 0], "The refund takes long.": [0.6, 0.8]})
-    rows, _ = score(
-        case("a", question="Refund fee?", contexts=("The refund takes long.", "Weather report.")), encoder=enc
-    )
+def test_context_relevance_is_the_mean_of_best_sentence_cosine_and_question_word_share() -> None:
+    # chunk 1: 0.5 · cos 0.6 of its best sentence + 0.5 · {refund} of {refund, fee} = 0.55; chunk 2: 0
+    enc = FakeEncoder({"Refund fee?": [1, 0], "The refund takes long": [0.6, 0.8]})
+    chunks = ("Offices open at nine. The refund takes long.", "Weather report.")
+    rows, _ = score(case("a", question="Refund fee?", contexts=chunks), encoder=enc)
     assert rows["a"]["rag/context_relevance"] == pytest.approx(0.275)
 
 
-def test_answer_relevancy_combines_cosine_and_question_tokens_with_the_configured_weight() -> None:
-    enc = FakeEncoder({"Refund fee?": [1, 0], "Fee waived.": [0.6, 0.8]})
+def test_answer_relevancy_does_not_count_the_names_the_question_is_about() -> None:
+    # the question's focus is `What is the fee?`: an answer on the Harbour Card that names no fee has
+    # none of its words (each text has its own axis: cosine 0)
+    rows, _ = score(
+        case(
+            "a", question="What is the Harbour Card fee?", answer="The Harbour Card is blue.", contexts=("x",)
+        ),
+        encoder=FakeEncoder(),
+    )
+    assert rows["a"]["rag/answer_relevancy"] == 0.0
+
+
+def test_a_chunk_that_answers_one_of_two_asks_has_the_mean_of_its_relevance_to_each() -> None:
+    # asks `What is the fee` (focus words {fee}) and `who waives it for students?` ({waiv, student}): the
+    # chunk has 1 of 1 and 0 of 2 (read whole, 1 of 3); each text has its own axis, so every cosine is 0
+    question = "What is the fee, and who waives it for students?"
+    rows, _ = score(case("a", question=question, contexts=("The fee is 20 dollars.",)), encoder=FakeEncoder())
+    assert rows["a"]["rag/context_relevance"] == pytest.approx((0.5 * 1 + 0.5 * 0) / 2)
+
+
+def test_answer_relevancy_combines_cosine_and_question_words_with_the_configured_weight() -> None:
+    enc = FakeEncoder({"Refund fee?": [1, 0], "Fee waived": [0.6, 0.8]})
     rows, _ = score(
         case("a", question="Refund fee?", answer="Fee waived.", contexts=("x",)),
         encoder=enc,
@@ -475,8 +494,8 @@ def test_the_reliability_file_s_hash_is_logged_with_the_scorer() -> None:
 def test_context_relevance_reads_each_chunk_against_the_question_s_focus() -> None:
     question = "How long does the Northgate Bank Bonus Saver pay its bonus?"
     chunk = "The bonus is paid for twelve months."
-    enc = FakeEncoder({focus(question): [1, 0], chunk: [0.6, 0.8]})
+    enc = FakeEncoder({focus(question): [1, 0], "The bonus is paid for twelve months": [0.6, 0.8]})
     rows, _ = score(case("a", question=question, answer="Twelve months.", contexts=(chunk,)), encoder=enc)
-    lexical = coverage(content_tokens(focus(question)), content_tokens(chunk))
+    lexical = word_coverage(focus(question), chunk)
     assert lexical > 0
     assert rows["a"]["rag/context_relevance"] == pytest.approx(0.5 * 0.6 + 0.5 * lexical)
