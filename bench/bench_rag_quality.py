@@ -199,11 +199,12 @@ def _batch(pairs: Sequence[Pair]) -> Batch:
 def side_scores(
     pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Every per-case column of both scorers, by case id (`<pair id>/better|worse`)."""
+    """Every per-case column of the scorer of each pair's metric, by case id (`<pair id>/better|worse`); a
+    scorer scores only the pairs of its own metrics."""
     params = params or {}
-    batch = _batch(pairs)
     cols: dict[str, dict[str, Any]] = defaultdict(dict)
     for name in sorted({p.metric.split("/")[0] for p in pairs}):
+        batch = _batch([p for p in pairs if p.metric.split("/")[0] == name])
         for cs in build_scorer(name, params.get(name)).score(batch).cases:
             cols[cs.case_id].update(cs.values)
     return cols
