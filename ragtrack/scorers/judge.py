@@ -106,10 +106,10 @@ class OfflineJudge:
     tokens, or when the sources together hold a share ≥ `sources_lexical_threshold` of them
     (an answer's sentence that joins several source sentences).
 
-    Relevance (of an answer or a chunk) = `relevance_cosine_weight` · max(0, the best cosine of
-    one of its sentences with the question's focus) + (1 − that weight) · the share of the
-    focus's words it has (`contradiction.word_coverage`); the focus is the question without the
-    names and terms of its topic.
+    Relevance (of an answer or a chunk), averaged over the asks of the question =
+    `relevance_cosine_weight` · max(0, the best cosine of one of its sentences with the ask's
+    focus) + (1 − that weight) · the share of the focus's words it has
+    (`contradiction.word_coverage`); the focus is the ask without the names and terms of its topic.
     """
 
     def __init__(

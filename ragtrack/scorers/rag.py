@@ -309,17 +309,15 @@ def answer_correctness(inp: RagInputs, judge: RagJudge, f1_weight: float) -> Met
 
 
 def texts_of(inp: RagInputs, judge: RagJudge) -> set[str]:
-    """Every text the six metrics ask the backend about for this case."""
-    texts = {inp.question, *(focus(a) for a in asks(inp.question)), *inp.contexts}
-    sources = [*inp.contexts]
-    if inp.answer.strip():
-        texts.add(inp.answer)
-        texts.update(judge.statements(inp.answer))
-    if inp.ground_truth_answer:
-        texts.add(inp.ground_truth_answer)
-        texts.update(judge.statements(inp.ground_truth_answer))
-    for src in sources:
-        texts.update(judge.statements(src))
+    """Every text the six metrics ask the backend to embed for this case: the focus of each ask of the
+    question, the sentences of the contexts, and the answer and ground truth with their statements."""
+    texts = {focus(a) for a in asks(inp.question)}
+    for chunk in inp.contexts:
+        texts.update(judge.statements(chunk))
+    for whole in (inp.answer if inp.answer.strip() else None, inp.ground_truth_answer):
+        if whole:
+            texts.add(whole)
+            texts.update(judge.statements(whole))
     return texts
 
 
