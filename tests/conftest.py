@@ -196,3 +196,18 @@ def clone_store(template: Path, directory: Path) -> str:
 def fresh_store(tmp_path: Path, _migrated_store: Path) -> str:
     """`sqlite:///<tmp>/mlflow.db` (where `make_config` tracks): a copy of the migrated empty store."""
     return clone_store(_migrated_store, tmp_path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (`-n 2`, pyproject's addopts) a test file runs on one worker, so its module
+    fixtures are built once, and every server test on the same one, so their session stack (PostgreSQL,
+    the S3 stand-in, two `mlflow server`s) starts once."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/server" if path.startswith("tests/server/") else path
+
+    return FileScheduling(config, log)
