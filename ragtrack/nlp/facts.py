@@ -100,6 +100,8 @@ class Fact(BaseModel):
         ):
             return True
         mine = [k for k in (self.value, self.calendar) if k]
+        if not mine:  # no amount by value (a bare number, a date): nothing to be near
+            return False
         near = [k.removeprefix("~") for k in keys if ":" in k and (self.approx or k.startswith("~"))]
         return any(_near(a, b) for a in mine for b in near)
 
@@ -117,11 +119,13 @@ def _near(a: str, b: str) -> bool:
     """Are two value keys (`<family>:<amount>`) of one family within `APPROXIMATE` of each other?"""
     fa, _, va = a.partition(":")
     fb, _, vb = b.partition(":")
+    if fa != fb:
+        return False
     try:
         x, y = Decimal(va), Decimal(vb)
     except ArithmeticError:
         return False
-    return fa == fb and abs(x - y) <= APPROXIMATE * max(abs(x), abs(y))
+    return abs(x - y) <= APPROXIMATE * max(abs(x), abs(y))
 
 
 # ------------------------------------------------------------------ numbers

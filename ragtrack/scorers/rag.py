@@ -314,8 +314,8 @@ def texts_of(inp: RagInputs, judge: RagJudge) -> set[str]:
     texts = {focus(a) for a in asks(inp.question)}
     for chunk in inp.contexts:
         texts.update(judge.statements(chunk))
-    for whole in (inp.answer if inp.answer.strip() else None, inp.ground_truth_answer):
-        if whole:
+    for whole in (inp.answer, inp.ground_truth_answer):
+        if whole and whole.strip():
             texts.add(whole)
             texts.update(judge.statements(whole))
     return texts
