@@ -21,9 +21,11 @@ order they are taken from the text (a span taken by one kind is not read again):
 - `rate`: an amount per a unit or per an amount of one (`112.5 g per litre`, `22.5 g of sugars per
   100 g`, `$5 a month`, `每亩108元`, `108元/亩`) → `112.5g/l`; by value when both units have one
   (`22.5 g per 100 g` = `22.5%`); provides both amounts.
-- `range`: `5-10`, `5–10`, `5~10`, `5至10`, `5到10`, `5 to 10`, `between 5 and 10`, with an optional unit
-  after the second number → `5-10d`; provides both ends with and without the unit.
-- `percent`: `3.5%`, `3.5 percent`, `百分之三点五` → `3.5%`; provides the bare number.
+- `range`: `5-10`, `5–10`, `5~10`, `5至10`, `5到10`, `三至五天`, `5 to 10`, `between 5 and 10`, with an
+  optional unit after the second number → `5-10d`; provides both ends with and without the unit, and
+  by value (`3至12个月` agrees with `三个月到一年`).
+- `percent`: `3.5%`, `3.5 percent`, `百分之三点五`, `三成五` (成: tenths of a whole) → `3.5%`, `35%`;
+  `一半`, `半数` → `1/2`; provides the bare number.
 - `quantity`: a number with a unit → `<number><unit>`, units normalised across languages
   (`七日`, `7天`, `7 days`, `7-day` → `7d`; `7个工作日`, `7 business days` → `7wd`; `$1,000`,
   `1000美元`, `1,000 dollars` → `1000usd`); provides the bare number, its value key and, for
@@ -249,6 +251,7 @@ def _digits(s: str) -> str:
 
 # ------------------------------------------------------------------ units
 
+_CLASSIFIERS = "座辆台间套只头本户"  # classifiers of things counted (量词): 七座 = 7座; no unit a rate is per
 # unit spelling (after NFKC + casefold) -> canonical unit code
 _UNITS: dict[str, str] = {}  # unit word as written -> the code quantity tokens end with
 UNIT_CODES = _UNITS
@@ -309,7 +312,10 @@ for _code, _spellings in {
     "pp": ["个百分点", "百分点", "percentage points", "percentage point"],
     "people": ["个人", "名", "人", "people", "persons", "employees"],
     "age": ["周岁", "岁"],
-    "item": ["次", "项", "件", "份", "家", "所", "种", "条", "页", "张"],
+    "item": ["次", "项", "件", "份", "家", "所", "种", "条", "页", "张", *_CLASSIFIERS],
+    "kw": ["千瓦", "kilowatts", "kilowatt", "kw"],
+    "watt": ["瓦", "watts", "watt"],
+    "mw": ["megawatts", "megawatt"],
 }.items():
     for _sp in _spellings:
         _UNITS[_sp] = _code
@@ -372,8 +378,14 @@ _TITLE = re.compile(r"《([^《》]{1,60})》")
 _QUOTE = re.compile(r"\"([^\"\n]{1,30})\"|“([^”\n]{1,30})”|「([^」\n]{1,30})」|『([^』\n]{1,30})』")
 _DATE_ISO = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
 _DATE_CN = re.compile(
-    r"(?:(\d{4}|[零〇一二三四五六七八九]{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(?!龄)(?:(\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?"
-)
+    r"(?:(\d{4}|[零〇一二三四五六七八九]{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(?!龄)"
+    r"(?:(\d{1,2}|[一二三四五六七八九十]{1,3})[日号]|(底|末))?"
+)  # 3月底, 3月末: the month's last day
+_YEAR_END_CN = re.compile(r"(?<!\d)(\d{4})年(?:年底|年末|底)")  # 2057年年底 = 2057-12-31
+_DATE_EN_OF = re.compile(
+    rf"\b(?:the\s+)?(first|last\s+day|end|\d{{1,2}}(?:st|nd|rd|th))\s+of\s+(?:the\s+following\s+|next\s+)?"
+    rf"({_MON})\b(?:,?\s+(\d{{4}}))?"
+)  # the first of February, the 3rd of May, the end of January (its last day)
 _DATE_EN_MDY = re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")
 _DATE_EN_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MON})\.?(?:,?\s+(\d{{4}}))?\b")
 _DATE_EN_MY = re.compile(rf"\b({_MON})\.?,?\s+(\d{{4}})\b")
@@ -382,16 +394,24 @@ _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
 _CLOCK_EN = re.compile(r"(?<![\d:.])(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?")  # 8 pm, 8:30 a.m.
 _CN_HOUR = f"\\d{{1,2}}|[{_CN_NUM[:11]}十]{{1,3}}"
 _CLOCK_CN = re.compile(
-    f"(?<!第)(凌晨|早上|早晨|上午|中午|午后|下午|傍晚|晚上|夜间|夜里)?({_CN_HOUR})(?:(时)|点)"
+    f"(?<!第)(凌晨|早上|早晨|上午|中午|午后|下午|傍晚|晚上|夜间|夜里|(?<![最较更提太])早|(?<![最较更太傍])晚)?"
+    f"({_CN_HOUR})(?:(时)|点)"
     f"(?:({_CN_HOUR}|[{_CN_NUM[:11]}十]+)分|(半)|钟|整)?(?![\\d{_CN_NUM}])"
 )  # 下午5时30分, 晚上八点半, 9时, 3点钟; a bare N点 (the third point, 三点五 = 3.5) is no time
-_PM_CN = frozenset({"午后", "下午", "傍晚", "晚上", "夜间", "夜里"})
+_PM_CN = frozenset({"午后", "下午", "傍晚", "晚上", "夜间", "夜里", "晚"})
+_CLOCK_PERIOD_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(\d{{1,2}}|{_WORD_NUM})(?::(\d{{2}}))?\s+in\s+the\s+(morning|afternoon|evening)\b"
+)  # four in the afternoon = 16:00
+_NOON = re.compile(r"正午|午夜|子夜|\b(?:noon|midday|midnight)\b")  # 12:00, or 0:00 for midnight
 _FRACTION_CN = re.compile(
     f"({_CNN}|{_NUM})分之({_CNN}|{_NUM})"
 )  # 百分之三 = 3%, 千分之三 = 3‰, 三分之一 = 1/3
 _DISCOUNT_CN = re.compile(
     r"(?<![0-9.零〇一二两三四五六七八九十百千])([一二三四五六七八九]{1,2}|[1-9](?:\.[0-9])?|[1-9][0-9])折(?![旧合扣算叠])"
 )  # 八折 = 80%, 九五折 = 95%, 8.5折 = 85%: a price in tenths (two digits: hundredths) of the full one
+_TENTHS_OF_WHOLE_CN = re.compile(
+    f"([一二三四五六七八九十])成([一二三四五六七八九](?![{_CN_NUM}]))?"
+)  # 九成 = 90%, 七成五 = 75%: 成 counts tenths of a whole when jieba reads 九成 as one numeral
 _ORDINAL = "|".join(
     sorted((*_ORDINALS, *(f"{o}s" for o in _ORDINALS if o != "halves")), key=len, reverse=True)
 )
@@ -401,9 +421,9 @@ _FRACTION_EN = re.compile(
 _FRACTION_OF_EN = re.compile(
     rf"{_NOT_AFTER_LETTER}(a|an|{_WORD_NUM}|\d+)[\s-]+({_ORDINAL})\s+of\s+(?:a|an|one)\s+((?:{_UNIT_ALT})(?![a-z]))"
 )  # a quarter of a kilogram = 0.25 kg, two thirds of an hour
-# An age: `21 years old`, `21 years of age`, `aged 21`, `21 or older` (older speaks of age)
+# An age: `21 years old`, `21 years of age`, `aged 21`, `from age 21`, `21 or older` (older speaks of age)
 _AGE_EN = re.compile(
-    rf"{_NOT_AFTER_LETTER}(?:aged\s+({_NUM}|{_WORD_NUM})"
+    rf"{_NOT_AFTER_LETTER}(?:aged?\s+({_NUM}|{_WORD_NUM})"
     rf"|({_NUM}|{_WORD_NUM})(?:[\s-]+(?:years?|yrs?)[\s-]+(?:old|of\s+age)|\s+(?:years?\s+)?or\s+older))"
 )
 _HALF_ALONE_EN = re.compile(r"(?<![a-z-])half(?![a-z-])")  # half the sky: `half` is no ordinal
@@ -420,6 +440,7 @@ _AND_A_HALF_EN = re.compile(
 _HALF_ALONE_CN = re.compile(
     f"(?<![{_CN_NUM}0-9个上下前后])半个?({_UNIT_ALT_CN}|月)"
 )  # 半年, 半个月, 半小时; 上半月, 下半年 name a half of the period, not an amount
+_HALF_OF_WHOLE_CN = re.compile(f"(?<![{_CN_NUM}0-9])一半|半数")  # half of a whole: 1/2, as `half` is
 _TENTHS_CN = re.compile(
     f"([{_CN_NUM}]+|\\d+)(米|块|元)([一二三四五六七八九])(?![{_CN_NUM}点个]|{_UNIT_ALT_CN})"
 )  # 一米二
@@ -427,21 +448,33 @@ _AMOUNT = (
     rf"(?:(us\$|\$|¥|€)\s?)?(?:({_NUM})|{_NOT_AFTER_LETTER}({_WORD_NUM})|({_CNN}))"
     rf"(?:\s?(thousand|million|billion|万|亿))?"
 )
+_TIME_UNIT = "|".join(
+    re.escape(u)
+    for u in sorted(_UNITS, key=len, reverse=True)
+    if _UNITS[u] in ("y", "mo", "w", "d", "h", "min", "s")
+)
+_COMPOUND_TIME = re.compile(
+    rf"{_NOT_AFTER_LETTER}({_NUM}|{_WORD_NUM}|{_CNN})\s*({_TIME_UNIT}|分(?=[0-9{_CN_NUM}]+秒))(?![a-z])\s*(?:,?\s*and\s+|零)?"
+    rf"({_NUM}|{_WORD_NUM}|{_CNN})\s*({_TIME_UNIT})(?![a-z])"
+)  # 1分30秒 = 90 s, one hour and 30 minutes = 90 min, 一年零三个月 = 15 months: a larger unit, then a smaller
 _RANGE_UNIT = rf"(%|percent\b|(?:{_UNIT_ALT})(?![a-z]))?"
-_BETWEEN = re.compile(rf"\bbetween\s+({_NUM})\s+and\s+({_NUM})(?![\d])\s*{_RANGE_UNIT}")
+_BETWEEN = re.compile(
+    rf"\bbetween\s+({_NUM}|{_WORD_NUM})\s+and\s+({_NUM}|{_WORD_NUM})(?![\d])\s*{_RANGE_UNIT}"
+)
 _RANGE = re.compile(
-    rf"{_NOT_AFTER_LETTER}({_NUM})\s*(?:-|–|—|~|～|至|到|\bto\b)\s*({_NUM})(?![\d])\s*(%|percent\b|(?:{_UNIT_ALT})(?![a-z]))?"
-)
+    rf"{_NOT_AFTER_LETTER}({_NUM}|{_CNN})\s*(?:-|–|—|~|～|至|到|\bto\b)\s*({_NUM}|{_CNN})(?![\d])\s*"
+    rf"(%|percent\b|(?:{_UNIT_ALT})(?![a-z]|级))?"
+)  # 5-10 days, 三至五天; a range's ends are compared by value (3至12个月 = 三个月到一年)
 _QUANTITY = re.compile(
-    rf"{_NOT_AFTER_LETTER}{_AMOUNT}"
-    rf"(?:[\s-]?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z])))?"
-)
+    rf"{_NOT_AFTER_LETTER}{_AMOUNT}(?:\s+or\s+(?:more|fewer|less|longer|shorter)(?=\s))?"
+    rf"(?:[\s-]?(%|‰|percent\b|per cent\b|per mille\b|permille\b|(?:{_UNIT_ALT})(?![a-z]|级)))?"
+)  # `a hundred or more hours` is 100 hours (and at least: `relations`); 二年级 is a grade, not two years
 # `a year`, `an extra month`: the indefinite article is the numeral one before a singular unit (one
 # adjective may stand between); taken after rates, so `$5 a month` stays a rate.
 # After a frequency (`twice a day`, `three times a week`) `a` means per: no quantity.
 _FREQUENCY = re.compile(
-    rf"\b(?:once|twice|thrice|times|in|per|each|every|(?:{_NUM}|{_WORD_NUM})\s+[a-z][a-z'-]*)\s+$"
-)  # `90 days in a year`; `five finds a day`: a count before `a` makes it per
+    rf"(?:\b(?:once|twice|thrice|times|in|per|each|every|(?:{_NUM}|{_WORD_NUM})\s+[a-z][a-z'-]*)|[0-9%‰])\s+$"
+)  # `90 days in a year`; `five finds a day`, `9.9% a year`: an amount or a count before `a` makes it per
 _ONE_UNIT_EN = re.compile(
     rf"\b(?:a|an)\s+"
     rf"(?:(full|whole|entire|single|extra|further|additional|complete)\s+)?((?:{_UNIT_ALT})(?![a-z-]))"
@@ -455,8 +488,11 @@ _RATE_EN = re.compile(
     rf"\s*(?:\bper\b|/|\b(?:for |of )?every\b|\beach\b|\ba\b|\ban\b)\s*"
     rf"(?:({_NUM})\s*)?((?:{_UNIT_ALT})(?![a-z]))"
 )
+_PER_UNIT_CN = "|".join(
+    re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if not u.isascii() and u not in _CLASSIFIERS
+)
 _RATE_CN_PER_FIRST = re.compile(
-    f"每({_NUM}|{_CNN})?({_UNIT_ALT_CN})(?:(?!每)[\u4e00-\u9fff]){{0,6}}?({_NUM}|{_CNN})({_UNIT_ALT_CN})"
+    f"每({_NUM}|{_CNN})?({_PER_UNIT_CN})(?:(?!每)[\u4e00-\u9fff]){{0,6}}?(?<!第)({_NUM}|{_CNN})({_UNIT_ALT_CN})"
 )  # the nearest 每 names the unit: 每人每年5000元 is 5000 yuan a year
 _RATE_CN_SLASH = re.compile(f"({_NUM}|{_CNN})({_UNIT_ALT_CN})/({_NUM}|{_CNN})?({_UNIT_ALT_CN})")
 _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w]|\.\d)")
@@ -464,6 +500,24 @@ _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w]|\.\d)")
 
 def _year(s: str) -> str:
     return s if s.isdigit() else str(cn_number(s))
+
+
+def _last_day(year: str | None, month: int | None) -> int | None:
+    """The last day of a month (February's 28th when the year is not given)."""
+    if month is None or not 1 <= month <= 12:
+        return None
+    import calendar
+
+    return calendar.monthrange(int(year) if year else 2001, month)[1]
+
+
+def _day_of(day: str, year: str | None, month: int) -> int | None:
+    """The day `the first of`, `the 3rd of`, `the end of`, `the last day of` a month names."""
+    if day == "first":
+        return 1
+    if day[0].isdigit():
+        return int(day[:-2])
+    return _last_day(year, month)
 
 
 def _small(s: str | None) -> int | None:
@@ -586,8 +640,17 @@ def _facts(text: str) -> tuple[Fact, ...]:
             add("date", month)
         return None
 
-    def range_(m: re.Match[str]) -> None:
-        lo, hi, unit = _digits(m.group(1)), _digits(m.group(2)), _unit(m.group(3)) or ""
+    def range_(m: re.Match[str]) -> bool | None:
+        written = m.group(1, 2)
+        read = [Decimal(_digits(g)) if g[0].isdigit() else _cn_amount(g.strip()) for g in written]
+        ends = [e for e in read if e is not None]
+        if len(ends) < 2 or (not m.group(3) and not written[0][0].isdigit()):
+            return False  # a range of Chinese numerals or number words only before a unit, as an amount
+        lo, hi = (_digits(g) if g[0].isdigit() else _fmt(e) for g, e in zip(written, ends, strict=True))
+        unit, word = _unit(m.group(3)) or "", (m.group(3) or "").strip()
+        values = [value_key(e, word) if word else None for e in ends]
+        calendars = [calendar_key(e, word) if word else None for e in ends]
+        ends_by = [v or f"{n}{unit}" for v, n in zip(values, (lo, hi), strict=True)]
         add(
             "range",
             f"{lo}-{hi}{unit}",
@@ -596,13 +659,17 @@ def _facts(text: str) -> tuple[Fact, ...]:
             hi,
             f"{lo}{unit}",
             f"{hi}{unit}",
-            parts=(f"{lo}{unit}", f"{hi}{unit}"),
+            *(k for k in (*values, *calendars) if k),
+            parts=tuple(ends_by),
         )
+        return None
 
     def clock(hour: int, minute: int, written: str) -> bool | None:
         if not (0 <= hour < 24 and 0 <= minute < 60):
             return False
-        add("time", f"{hour}:{minute:02d}", written)  # the hour as written stays a number others may hold
+        add(
+            "time", f"{hour}:{minute:02d}", *([written] if written else [])
+        )  # the hour as written stays a number others may hold
         return None
 
     def clock_en(m: re.Match[str]) -> bool | None:
@@ -610,6 +677,13 @@ def _facts(text: str) -> tuple[Fact, ...]:
         if not 1 <= hour <= 12:
             return False
         return clock(hour % 12 + (12 if m.group(3) == "p" else 0), int(m.group(2) or 0), m.group(1))
+
+    def clock_period_en(m: re.Match[str]) -> bool | None:
+        hour = _en_amount(m.group(1))
+        if hour is None or not 1 <= hour <= 12:
+            return False
+        pm = m.group(3) != "morning" and hour < 12
+        return clock(int(hour) + (12 if pm else 0), int(m.group(2) or 0), str(hour))
 
     def clock_cn(m: re.Match[str]) -> bool | None:
         period, written = m.group(1), m.group(2)
@@ -678,9 +752,18 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_TITLE, title)
     take(_QUOTE, quote)
     take(_DATE_ISO, lambda m: date(m.group(1), int(m.group(2)), int(m.group(3))))
+    take(_YEAR_END_CN, lambda m: date(m.group(1), 12, 31))
     take(
         _DATE_CN,
-        lambda m: date(_year(m.group(1)) if m.group(1) else None, _small(m.group(2)), _small(m.group(3))),
+        lambda m: date(
+            y := _year(m.group(1)) if m.group(1) else None,
+            mo := _small(m.group(2)),
+            _last_day(y, mo) if m.group(4) else _small(m.group(3)),
+        ),
+    )
+    take(
+        _DATE_EN_OF,
+        lambda m: date(m.group(3), mo := _MONTHS[m.group(2)], _day_of(m.group(1), m.group(3), mo)),
     )
     take(_DATE_EN_MDY, lambda m: date(m.group(3), _MONTHS[m.group(1)], int(m.group(2))))
     take(_DATE_EN_DMY, lambda m: date(m.group(3), _MONTHS[m.group(2)], int(m.group(1))))
@@ -688,6 +771,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_YEAR_CN, lambda m: add("number", m.group(1)))
     take(_CLOCK_EN, clock_en)
     take(_CLOCK_CN, clock_cn)
+    take(_CLOCK_PERIOD_EN, clock_period_en)
+    take(_NOON, lambda m: clock(0 if m.group(0) in ("午夜", "子夜", "midnight") else 12, 0, ""))
     take(
         _TIME,
         lambda m: (
@@ -698,6 +783,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     )
     take(_FRACTION_CN, lambda m: _fraction(_cn_amount(m.group(2)), _cn_amount(m.group(1)), add))
     take(_DISCOUNT_CN, lambda m: _fraction(*_discount(m.group(1)), add))
+    take(_TENTHS_OF_WHOLE_CN, lambda m: _tenths(m, folded, add))
     take(_AGE_EN, lambda m: _unit_amount(_en_amount(m.group(1) or m.group(2)), "岁", Decimal(0), add))
     take(_HALF_EN, lambda m: _half_en(m, add))
     take(_AND_A_HALF_EN, lambda m: _and_a_half_en(m, add))
@@ -729,6 +815,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2) or m.group(3), Decimal("0.5"), add),
     )
     take(_HALF_ALONE_CN, lambda m: _unit_amount(Decimal(0), m.group(1), Decimal("0.5"), add))
+    take(_HALF_OF_WHOLE_CN, lambda m: _fraction(Decimal(1), Decimal(2), add))
     take(
         _TENTHS_CN,
         lambda m: _unit_amount(
@@ -752,11 +839,33 @@ def _facts(text: str) -> tuple[Fact, ...]:
     )
     take(_RATE_CN_PER_FIRST, lambda m: _rate(m.group(3), m.group(4), m.group(1), m.group(2), add))
     take(_RATE_CN_SLASH, lambda m: _rate(m.group(1), m.group(2), m.group(3), m.group(4), add))
+    take(_COMPOUND_TIME, lambda m: _compound_time(m, add))
     take(_BETWEEN, range_)
     take(_RANGE, range_)
     take(_QUANTITY, quantity)
     take(_ONE_UNIT_EN, one_unit)
     return tuple(out)
+
+
+def _tenths(m: re.Match[str], text: str, add: Callable[..., None]) -> bool | None:
+    """`九成` = 90%, `七成五` = 75%, when jieba cuts `九成` as one numeral word (`m`): in 成绩, 成员 or
+    一成不变 the 成 belongs to another word."""
+    from ragtrack.nlp.entities import segment
+
+    start = m.start()
+    while start and "\u4e00" <= text[start - 1] <= "\u9fff":
+        start -= 1
+    at = start
+    for word, tag in segment(text[start : m.end() + 4]):
+        if at == m.start():
+            if word != m.group(0)[:2] or tag != "m":
+                return False
+            tenths = Decimal(cn_number(m.group(1)) or 0) + Decimal(_CN_DIGITS.get(m.group(2) or "", 0)) / 10
+            return _fraction(tenths * 10, Decimal(100), add)
+        at += len(word)
+        if at > m.start():
+            return False
+    return False
 
 
 def _discount(digits: str) -> tuple[Decimal, Decimal]:
@@ -821,6 +930,20 @@ def _and_a_half_en(m: re.Match[str], add: Callable[..., None]) -> bool | None:
         add("number", _fmt(value))
         return None
     return _unit_amount(value, m.group(3), Decimal(0), add)
+
+
+def _compound_time(m: re.Match[str], add: Callable[..., None]) -> bool | None:
+    """Two amounts of time, the larger unit first (`1分30秒`, `2 hours 15 minutes`), as one quantity in the
+    smaller unit."""
+    first, second = _cn_amount(m.group(1).strip()), _cn_amount(m.group(3).strip())
+    big, small = ("分钟" if m.group(2) == "分" else m.group(2)), m.group(4)
+    big_key, small_key = value_key(Decimal(1), big), value_key(Decimal(1), small)
+    if first is None or second is None or big_key is None or small_key is None:
+        return False
+    per = Decimal(big_key.split(":")[1]) / Decimal(small_key.split(":")[1])
+    if per <= 1 or per != per.to_integral_value():
+        return False  # not a larger unit, then a smaller one of whole parts of it
+    return _unit_amount(first * per + second, small, Decimal(0), add)
 
 
 def _unit_amount(

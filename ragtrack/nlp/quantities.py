@@ -16,7 +16,7 @@ key is re-derivable. A unit that cannot be read gives no key: the amount is *unk
 (compared as written, never by a guessed value).
 
 Families: time (second), business_time (business day: never converted to days), length
-(metre), area (m²), volume (litre), mass (gram), data (byte), ratio (1: percent,
+(metre), area (m²), volume (litre), mass (gram), data (byte), power (watt), ratio (1: percent,
 per-mille, fractions), currency_<code> (one per currency: never converted), count_<what>
 (people, items), age (years of age), multiple (times).
 """
@@ -115,11 +115,16 @@ CN_UNITS: dict[str, str] = {
     "条": "item",
     "页": "item",
     "张": "item",
+    # classifiers of things counted (量词): 7座 = 七座, 3辆 = 三辆
+    **dict.fromkeys("座辆台间套只头本户", "item"),
+    "千瓦": "kilowatt",
+    "瓦": "watt",
 }
 
 # Symbols and abbreviations whose casefolded form pint reads as another unit (kb: kilobarn).
 _FOLDED = {
     "kb": "kilobyte",
+    "kw": "kilowatt",
     "mb": "megabyte",
     "gb": "gigabyte",
     "tb": "terabyte",
@@ -195,6 +200,7 @@ _FAMILY = {
     **dict.fromkeys(["milliliter", "liter", "gallon"], "volume"),
     **dict.fromkeys(["milligram", "gram", "kilogram", "metric_ton", "pound", "ounce", "jin"], "mass"),
     **dict.fromkeys(["byte", "kilobyte", "megabyte", "gigabyte", "terabyte"], "data"),
+    **dict.fromkeys(["watt", "kilowatt", "megawatt"], "power"),
     **dict.fromkeys(["percent", "permille", "dimensionless"], "ratio"),
     "business_day": "business_time",
     "business_week": "business_time",
@@ -213,6 +219,7 @@ _BASE = {
     "volume": "liter",
     "mass": "gram",
     "data": "byte",
+    "power": "watt",
     "ratio": "dimensionless",
     "business_time": "business_day",
 }

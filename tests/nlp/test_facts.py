@@ -63,6 +63,15 @@ SAME = [
         ("two dozen hours", "24 hours"),
         ("two and a half years", "30 months"),
         ("seven and a half thousand euros", "€7,500"),
+        ("按标准的九成发放", "按标准的90%发放"),  # 成: tenths of a whole
+        ("七成五", "75%"),
+        ("最多免一半", "最多免50%"),
+        ("7 kW", "7,000 watts"),
+        ("1分30秒", "九十秒"),  # a larger unit, then a smaller
+        ("one hour and 30 minutes", "90 minutes"),
+        ("一年零三个月", "15个月"),
+        ("a hundred or more hours", "100 hours"),
+        ("七座及以下", "7座以下"),  # a classifier counts things
     ],
 )
 def test_the_same_amount_in_another_unit_has_the_same_value(a: str, b: str) -> None:
@@ -290,3 +299,37 @@ def test_a_clock_time_agrees_with_the_same_time_on_the_24_hour_clock_and_provide
 
 def test_a_date_provides_its_month_alone() -> None:
     assert missing_fact(facts("11月初开始"), norm("自11月1日起"), provided_keys("自11月1日起")) is None
+
+
+@pytest.mark.parametrize(
+    ("statement", "support"),
+    [
+        ("见习期限一般为3至12个月", "见习时间通常在三个月到一年之间"),  # a range's ends by value
+        ("from 7:00 to 22:00", "白天（早7点至晚10点）"),
+        ("after 16:00", "after four in the afternoon"),
+        ("12时至14时", "正午至下午两点"),
+        ("from age 41", "aged 41"),
+        ("3月31日前休完", "3月底之前休完"),  # a month's end is its last day
+        ("截至2057年12月31日", "到2057年年底截止"),
+        (
+            "from 1 February to 31 January",
+            "from the first of February until the end of the following January",
+        ),
+    ],
+)
+def test_a_fact_written_another_way_is_provided(statement: str, support: str) -> None:
+    assert _missing(statement, support) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("面向二年级及以上学生", []),  # 年级 is a grade, not years
+        ("每年春季学期第3周", []),  # an ordinal is no amount, nor a rate
+        ("成绩一成不变", []),  # 成 inside another word counts no tenths
+        ("9.9% a year", ["9.9%"]),  # `a` after an amount means per
+        ("最晚10点前", ["10"]),  # 晚 of 最晚 (at the latest) is no evening
+    ],
+)
+def test_what_only_looks_like_an_amount_gives_none(text: str, tokens: list[str]) -> None:
+    assert fact_tokens(text) == tokens
