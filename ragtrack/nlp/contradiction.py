@@ -70,6 +70,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from difflib import SequenceMatcher
 from functools import lru_cache
 
@@ -92,6 +93,7 @@ __all__ = [
     "quantifiers",
     "quantity_conflict",
     "relation_spans",
+    "reversed_polarity",
     "relations",
     "senses",
     "support_tokens",
@@ -108,7 +110,7 @@ _EN_CONTRAST = re.compile(r"\b(?:rather than|instead of)\b")  # contrastive nega
 _CN_NEGATOR = re.compile("[不未没無无非勿别莫]|禁止|严禁")
 # Lexical items that begin with a negator but do not negate the sentence.
 _CN_NOT_NEGATION = re.compile(
-    "非常|无论|不论|不管|不断|不仅|不但|不只|不止|不同|不少|不久|不妨|无非|莫过于|别人|别的|特别|区别|分别|类别|级别|识别|"
+    "非常|无论|不论|不管|不断|不仅|不但|不只|不止|不同|不少|不久|不妨|无非|莫过于|别人|别的|特别|区别|分别|类别|级别|识别|未免|"
     "无人机|不动产|非法|无线|非营利|未来|未成年|无偿|无限|毫无疑问|并非只"
 )
 
@@ -268,6 +270,7 @@ _PASSIVE = re.compile(
 _CLAUSE_END = re.compile(r"[,;:，；：、。.!?！？]\s*")
 _CLAUSE_SEP = re.compile(r"(?<![0-9]),|,(?![0-9])|[;:，；：、]")  # not the comma of 1,200
 GROUNDED_CLAUSE_WORDS = 3  # a shorter clause (`at weekends`) is too short to judge on its own
+REVERSED_CLAUSE_SHARE = 0.5  # a source clause holding this share of a clause's words is the one it restates
 
 
 def _fold(text: str) -> str:
@@ -591,6 +594,26 @@ def grounding(statement: str, sources: frozenset[str]) -> float:
         if len(own := words(clause)) >= GROUNDED_CLAUSE_WORDS
     ]
     return min(shares, default=1.0)
+
+
+def reversed_polarity(statement: str, sentences: Sequence[str]) -> str | None:
+    """A clause of `statement` negated where the source clause it restates is not, or the reverse (version
+    10): `the kennel cough jab is not required` for `dogs must also have received a kennel cough vaccine`.
+    The clause it restates is the source clause (of any of `sentences`) that holds the largest share of its
+    `words`, as `grounding` finds them, at least `REVERSED_CLAUSE_SHARE`; a clause of fewer than
+    `GROUNDED_CLAUSE_WORDS` words is not compared. Paraphrase may carry a negation in a word (`free` for
+    `no charge`), so this grades support down (`OfflineJudge`) and never contradicts. Returns `<clause> /
+    <source clause>`."""
+    theirs = [(c.strip(), words(c)) for s in sentences for c in _CLAUSE_SEP.split(s) if c.strip()]
+    for clause in _CLAUSE_SEP.split(statement):
+        own = words(clause)
+        if len(own) < GROUNDED_CLAUSE_WORDS or not theirs:
+            continue
+        shares = [1 - len(_unfound(own, vocabulary)) / len(own) for _, vocabulary in theirs]
+        best = max(range(len(theirs)), key=lambda i: (shares[i], -i))
+        if shares[best] >= REVERSED_CLAUSE_SHARE and polarity(clause) % 2 != polarity(theirs[best][0]) % 2:
+            return f"{clause.strip()} / {theirs[best][0]}"
+    return None
 
 
 def word_coverage(text: str, other: str) -> float:

@@ -232,7 +232,7 @@ class EaragScorer(EmbeddingScorer):
     # 6: synonyms by thesaurus, swapped parties, appended words (rag v6); 7: names found by their words and
     # possessives, Chinese place names, grounded clauses (rag v7); 8: hedged amounts within 10%, `two and a
     # half years` (rag v8)
-    version = "9"
+    version = "10"
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"

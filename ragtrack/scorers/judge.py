@@ -27,6 +27,7 @@ from ragtrack.nlp.contradiction import (
     conflict,
     grounding,
     quantity_conflict,
+    reversed_polarity,
     support_tokens,
     word_coverage,
     words,
@@ -38,6 +39,10 @@ from ragtrack.nlp.questions import asks
 from ragtrack.nlp.text import norm
 
 __all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict", "unmatched"]
+
+# The share of its closeness a supported statement keeps when a clause of it is negated where the source
+# clause it restates is not (`contradiction.reversed_polarity`, version 10).
+REVERSED_POLARITY_FACTOR = 0.5
 
 
 class Verdict(BaseModel):
@@ -229,6 +234,8 @@ class OfflineJudge:
         if added:
             return unsupported(f"adds: {', '.join(sorted(added))}")
         closeness *= grounding(st, vocab)
+        if reversed_polarity(st, sents):  # a clause negated where the source clause it restates is not
+            closeness *= REVERSED_POLARITY_FACTOR
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
     def relevance(self, question: str, text: str) -> float:

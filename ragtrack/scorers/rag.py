@@ -518,7 +518,7 @@ class RagScorer(EmbeddingScorer):
     # months and years by the civil calendar, ordinals as no amounts; 8: relevance of answers and chunks
     # by their best sentence against each ask's focus, words matched by synonym; hedged amounts within
     # 10%, `two and a half years`
-    version = "9"
+    version = "10"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

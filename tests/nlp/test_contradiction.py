@@ -14,6 +14,7 @@ from ragtrack.nlp.contradiction import (
     quantity_conflict,
     relation_spans,
     relations,
+    reversed_polarity,
     senses,
     support_tokens,
     word_coverage,
@@ -359,3 +360,24 @@ def test_after_an_event_where_the_source_says_before_it_changes_a_condition() ->
 
 def test_qian_and_hou_inside_a_word_are_no_operators() -> None:
     assert relations("前往医院了解后果") == frozenset()
+
+
+def test_a_clause_negated_where_the_clause_it_restates_is_not_is_reversed():
+    sources = ("Dogs must also have received a kennel cough vaccine at least 14 days before the stay.",)
+    assert reversed_polarity("A kennel cough vaccine is not required for the stay.", sources)
+
+
+def test_a_paraphrase_that_keeps_the_polarity_is_not_reversed():
+    sources = ("Dogs must also have received a kennel cough vaccine at least 14 days before the stay.",)
+    assert reversed_polarity("A kennel cough vaccine is required two weeks before the stay.", sources) is None
+
+
+def test_a_clause_is_compared_with_the_source_clause_that_holds_most_of_its_words():
+    # the first source clause is negated, the one about the fee (which the statement restates) is not
+    sources = ("Hives must not leave the apiary, and the inspection fee is paid by the owner.",)
+    assert reversed_polarity("The owner pays the inspection fee.", sources) is None
+
+
+def test_a_clause_the_sources_hardly_restate_is_not_compared():
+    sources = ("The inspection fee is paid by the owner.",)
+    assert reversed_polarity("Hives may not leave the apiary before the visit.", sources) is None

@@ -15,7 +15,7 @@ from ragtrack.core.errors import InputError
 from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
 from ragtrack.inputs.eval_sets import load_eval_set
 from ragtrack.inputs.predictions import match_prediction_file
-from ragtrack.nlp.contradiction import word_coverage
+from ragtrack.nlp.contradiction import grounding, word_coverage, words
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.text import norm
 from ragtrack.scorers import Batch, build_scorer
@@ -122,6 +122,17 @@ def test_a_supported_statement_with_a_clause_the_sources_lack_scores_by_that_cla
     enc = FakeEncoder({said: [1, 0], source: [1, 0]})
     rows, _ = score(case("a", answer=said + ".", contexts=(source + ".",)), encoder=enc)
     assert rows["a"]["rag/faithfulness"] == pytest.approx(0.5 + 0.5 * 0.25 * closeness(said, source, 1.0))
+
+
+def test_a_supported_statement_negated_where_its_source_clause_is_not_keeps_half_its_closeness() -> None:
+    said = "A kennel cough vaccine is not required for the stay"
+    source = "Dogs must also have received a kennel cough vaccine at least 14 days before the stay"
+    enc = FakeEncoder({said: [1, 0], source: [1, 0]})
+    rows, _ = score(case("a", answer=said + ".", contexts=(source + ".",)), encoder=enc)
+    grounded = grounding(said, words(source))
+    assert rows["a"]["rag/faithfulness"] == pytest.approx(
+        0.5 + 0.5 * 0.5 * grounded * closeness(said, source, 1.0)
+    )
 
 
 @pytest.mark.parametrize(("cos", "supported"), [(0.8, True), (0.75, True), (0.7, False)])
