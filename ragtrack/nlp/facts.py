@@ -313,6 +313,7 @@ for _code, _spellings in {
     "people": ["个人", "名", "人", "people", "persons", "employees"],
     "age": ["周岁", "岁"],
     "item": ["次", "项", "件", "份", "家", "所", "种", "条", "页", "张", *_CLASSIFIERS],
+    "kwh": ["千瓦时", "kilowatt-hours", "kilowatt hours", "kilowatt-hour", "kilowatt hour", "kwh"],
     "kw": ["千瓦", "kilowatts", "kilowatt", "kw"],
     "watt": ["瓦", "watts", "watt"],
     "mw": ["megawatts", "megawatt"],
@@ -492,7 +493,7 @@ _PER_UNIT_CN = "|".join(
     re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if not u.isascii() and u not in _CLASSIFIERS
 )
 _RATE_CN_PER_FIRST = re.compile(
-    f"每({_NUM}|{_CNN})?({_PER_UNIT_CN})(?:(?!每)[\u4e00-\u9fff]){{0,6}}?(?<!第)({_NUM}|{_CNN})({_UNIT_ALT_CN})"
+    f"每({_NUM}|{_CNN})??({_PER_UNIT_CN})(?:(?!每)[\u4e00-\u9fff]){{0,6}}?(?<!第)({_NUM}|{_CNN})({_UNIT_ALT_CN})"
 )  # the nearest 每 names the unit: 每人每年5000元 is 5000 yuan a year
 _RATE_CN_SLASH = re.compile(f"({_NUM}|{_CNN})({_UNIT_ALT_CN})/({_NUM}|{_CNN})?({_UNIT_ALT_CN})")
 _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w]|\.\d)")
@@ -667,9 +668,8 @@ def _facts(text: str) -> tuple[Fact, ...]:
     def clock(hour: int, minute: int, written: str) -> bool | None:
         if not (0 <= hour < 24 and 0 <= minute < 60):
             return False
-        add(
-            "time", f"{hour}:{minute:02d}", *([written] if written else [])
-        )  # the hour as written stays a number others may hold
+        hour_as_written = [written] if written else []  # a number others may hold (noon has none)
+        add("time", f"{hour}:{minute:02d}", *hour_as_written)
         return None
 
     def clock_en(m: re.Match[str]) -> bool | None:

@@ -16,7 +16,7 @@ key is re-derivable. A unit that cannot be read gives no key: the amount is *unk
 (compared as written, never by a guessed value).
 
 Families: time (second), business_time (business day: never converted to days), length
-(metre), area (m²), volume (litre), mass (gram), data (byte), power (watt), ratio (1: percent,
+(metre), area (m²), volume (litre), mass (gram), data (byte), power (watt), energy (kWh), ratio (1: percent,
 per-mille, fractions), currency_<code> (one per currency: never converted), count_<what>
 (people, items), age (years of age), multiple (times).
 """
@@ -118,6 +118,7 @@ CN_UNITS: dict[str, str] = {
     # classifiers of things counted (量词): 7座 = 七座, 3辆 = 三辆
     **dict.fromkeys("座辆台间套只头本户", "item"),
     "千瓦": "kilowatt",
+    "千瓦时": "kilowatt_hour",
     "瓦": "watt",
 }
 
@@ -125,6 +126,8 @@ CN_UNITS: dict[str, str] = {
 _FOLDED = {
     "kb": "kilobyte",
     "kw": "kilowatt",
+    "kwh": "kilowatt_hour",
+    **dict.fromkeys(["kilowatt-hours", "kilowatt hours", "kilowatt-hour", "kilowatt hour"], "kilowatt_hour"),
     "mb": "megabyte",
     "gb": "gigabyte",
     "tb": "terabyte",
@@ -201,6 +204,7 @@ _FAMILY = {
     **dict.fromkeys(["milligram", "gram", "kilogram", "metric_ton", "pound", "ounce", "jin"], "mass"),
     **dict.fromkeys(["byte", "kilobyte", "megabyte", "gigabyte", "terabyte"], "data"),
     **dict.fromkeys(["watt", "kilowatt", "megawatt"], "power"),
+    **dict.fromkeys(["kilowatt_hour", "joule"], "energy"),
     **dict.fromkeys(["percent", "permille", "dimensionless"], "ratio"),
     "business_day": "business_time",
     "business_week": "business_time",
@@ -220,6 +224,7 @@ _BASE = {
     "mass": "gram",
     "data": "byte",
     "power": "watt",
+    "energy": "kilowatt_hour",
     "ratio": "dimensionless",
     "business_time": "business_day",
 }

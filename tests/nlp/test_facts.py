@@ -67,6 +67,8 @@ SAME = [
         ("七成五", "75%"),
         ("最多免一半", "最多免50%"),
         ("7 kW", "7,000 watts"),
+        ("12 kWh", "12 kilowatt-hours"),  # energy, not power
+        ("每千瓦时0.1元", "0.1元/千瓦时"),
         ("1分30秒", "九十秒"),  # a larger unit, then a smaller
         ("one hour and 30 minutes", "90 minutes"),
         ("一年零三个月", "15个月"),
