@@ -73,6 +73,7 @@ from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 from functools import lru_cache
+from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
@@ -84,6 +85,7 @@ from ragtrack.nlp.thesaurus import stem, synonymous, synsets
 
 __all__ = [
     "NEGATION",
+    "SourceClause",
     "added_words",
     "clause_polarity",
     "conflict",
@@ -96,6 +98,7 @@ __all__ = [
     "relations",
     "reversed_polarity",
     "senses",
+    "source_clauses",
     "support_tokens",
     "word_coverage",
     "word_sequence",
@@ -596,23 +599,40 @@ def grounding(statement: str, sources: frozenset[str]) -> float:
     return min(shares, default=1.0)
 
 
-def reversed_polarity(statement: str, sentences: Sequence[str]) -> str | None:
+class SourceClause(NamedTuple):
+    """A clause of a source sentence, as `reversed_polarity` compares it."""
+
+    text: str
+    words: frozenset[str]  # `words(text)`
+    negated: bool  # an odd `polarity`
+
+
+def source_clauses(sentences: Sequence[str]) -> tuple[SourceClause, ...]:
+    """The clauses of every sentence of `sentences`, computed once per set of sources."""
+    return tuple(
+        SourceClause(c.strip(), words(c), polarity(c) % 2 == 1)
+        for s in sentences
+        for c in _CLAUSE_SEP.split(s)
+        if c.strip()
+    )
+
+
+def reversed_polarity(statement: str, clauses: Sequence[SourceClause]) -> str | None:
     """A clause of `statement` negated where the source clause it restates is not, or the reverse (version
     10): `the kennel cough jab is not required` for `dogs must also have received a kennel cough vaccine`.
-    The clause it restates is the source clause (of any of `sentences`) that holds the largest share of its
+    The clause it restates is the one of `clauses` (`source_clauses`) that holds the largest share of its
     `words`, as `grounding` finds them, at least `REVERSED_CLAUSE_SHARE`; a clause of fewer than
     `GROUNDED_CLAUSE_WORDS` words is not compared. Paraphrase may carry a negation in a word (`free` for
     `no charge`), so this grades support down (`OfflineJudge`) and never contradicts. Returns `<clause> /
     <source clause>`."""
-    theirs = [(c.strip(), words(c)) for s in sentences for c in _CLAUSE_SEP.split(s) if c.strip()]
     for clause in _CLAUSE_SEP.split(statement):
         own = words(clause)
-        if len(own) < GROUNDED_CLAUSE_WORDS or not theirs:
+        if len(own) < GROUNDED_CLAUSE_WORDS or not clauses:
             continue
-        shares = [1 - len(_unfound(own, vocabulary)) / len(own) for _, vocabulary in theirs]
-        best = max(range(len(theirs)), key=lambda i: (shares[i], -i))
-        if shares[best] >= REVERSED_CLAUSE_SHARE and polarity(clause) % 2 != polarity(theirs[best][0]) % 2:
-            return f"{clause.strip()} / {theirs[best][0]}"
+        shares = [1 - len(_unfound(own, c.words)) / len(own) for c in clauses]
+        best = max(range(len(clauses)), key=lambda i: (shares[i], -i))
+        if shares[best] >= REVERSED_CLAUSE_SHARE and (polarity(clause) % 2 == 1) != clauses[best].negated:
+            return f"{clause.strip()} / {clauses[best].text}"
     return None
 
 

@@ -320,8 +320,10 @@ for _code, _spellings in {
 }.items():
     for _sp in _spellings:
         _UNITS[_sp] = _code
-_UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
-_UNIT_ALT_CN = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if not u.isascii())
+_UNITS_LONGEST_FIRST = sorted(_UNITS, key=len, reverse=True)
+_UNITS_CN = [u for u in _UNITS_LONGEST_FIRST if not u.isascii()]
+_UNIT_ALT = "|".join(re.escape(u) for u in _UNITS_LONGEST_FIRST)
+_UNIT_ALT_CN = "|".join(re.escape(u) for u in _UNITS_CN)
 _CURRENCY_PREFIX = {"$": "usd", "¥": "cny", "€": "eur", "us$": "usd"}
 _PERMILLE = ("‰", "per mille", "permille")
 _ORDINALS = {
@@ -489,9 +491,7 @@ _RATE_EN = re.compile(
     rf"\s*(?:\bper\b|/|\b(?:for |of )?every\b|\beach\b|\ba\b|\ban\b)\s*"
     rf"(?:({_NUM})\s*)?((?:{_UNIT_ALT})(?![a-z]))"
 )
-_PER_UNIT_CN = "|".join(
-    re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if not u.isascii() and u not in _CLASSIFIERS
-)
+_PER_UNIT_CN = "|".join(re.escape(u) for u in _UNITS_CN if u not in _CLASSIFIERS)
 _RATE_CN_PER_FIRST = re.compile(
     f"每({_NUM}|{_CNN})??({_PER_UNIT_CN})(?:(?!每)[\u4e00-\u9fff]){{0,6}}?(?<!第)({_NUM}|{_CNN})({_UNIT_ALT_CN})"
 )  # the nearest 每 names the unit: 每人每年5000元 is 5000 yuan a year

@@ -16,18 +16,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 from rapidfuzz import fuzz
 
 from ragtrack.nlp.contradiction import (
+    SourceClause,
     added_words,
     conflict,
     grounding,
     quantity_conflict,
     reversed_polarity,
+    source_clauses,
     support_tokens,
     word_coverage,
     words,
@@ -43,6 +45,17 @@ __all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict", "un
 # The share of its closeness a supported statement keeps when a clause of it is negated where the source
 # clause it restates is not (`contradiction.reversed_polarity`, version 10).
 REVERSED_POLARITY_FACTOR = 0.5
+
+
+class _Sources(NamedTuple):
+    """What `OfflineJudge.support` reads of its sources once for all statements."""
+
+    sents: Sequence[str]  # their sentences
+    whole: str  # all of them, `norm`ed
+    keys: frozenset[str]  # `provided_keys`
+    tokens: frozenset[str]  # `support_tokens`
+    vocab: frozenset[str]  # `words`
+    clauses: tuple[SourceClause, ...]  # `source_clauses` of their sentences
 
 
 class Verdict(BaseModel):
@@ -168,30 +181,21 @@ class OfflineJudge:
         if not statements or not sents:
             return unmatched(statements)
         joined = "\n".join(sources)
-        whole, keys, all_tokens, vocab = (
-            norm(joined),
-            provided_keys(joined),
-            support_tokens(joined),
-            words(joined),
+        src = _Sources(
+            sents=sents,
+            whole=norm(joined),
+            keys=provided_keys(joined),
+            tokens=support_tokens(joined),
+            vocab=words(joined),
+            clauses=source_clauses(sents),
         )
         cos = self.similarities(statements, sents)
-        return [
-            self._verdict(st, cos[i], sents, whole, keys, all_tokens, vocab)
-            for i, st in enumerate(statements)
-        ]
+        return [self._verdict(st, cos[i], src) for i, st in enumerate(statements)]
 
-    def _verdict(
-        self,
-        st: str,
-        cos: np.ndarray,
-        sents: Sequence[str],
-        whole: str,
-        keys: frozenset[str],
-        all_tokens: frozenset[str],
-        vocab: frozenset[str],
-    ) -> Verdict:
-        """SPEC §3's graded support of one statement against the source sentences `sents` (its cosines
-        `cos`)."""
+    def _verdict(self, st: str, cos: np.ndarray, src: _Sources) -> Verdict:
+        """SPEC §3's graded support of one statement against the sources `src` (its cosines with their
+        sentences `cos`)."""
+        sents, whole, keys, vocab = src.sents, src.whole, src.keys, src.vocab
         n = norm(st)
         if n and n in whole:
             return Verdict(statement=st, supported=True, score=1.0, closeness=1.0)
@@ -205,7 +209,7 @@ class OfflineJudge:
                 float(cos[j]) >= self.support_threshold or lex[j] >= self.lexical_threshold
                 for j in range(len(sents))
             )
-            or coverage(tokens, all_tokens) >= self.sources_lexical_threshold
+            or coverage(tokens, src.tokens) >= self.sources_lexical_threshold
         )
 
         def unsupported(reason: str) -> Verdict:
@@ -234,7 +238,7 @@ class OfflineJudge:
         if added:
             return unsupported(f"adds: {', '.join(sorted(added))}")
         closeness *= grounding(st, vocab)
-        if reversed_polarity(st, sents):  # a clause negated where the source clause it restates is not
+        if reversed_polarity(st, src.clauses):  # a clause negated where the source clause it restates is not
             closeness *= REVERSED_POLARITY_FACTOR
         return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
 
