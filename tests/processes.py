@@ -35,8 +35,27 @@ def die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start(args: list[str], *, cwd: Path = ROOT, **extra_env: str) -> subprocess.Popen[str]:
-    """`ragtrack <args>` in its own process group, output captured; it ends when the test process does."""
+def as_foreground_job(ignore: tuple[signal.Signals, ...] = ()) -> Callable[[], None]:
+    """A child's set-up before exec: it dies with its parent (`die_with_parent`), and SIGINT and SIGHUP
+    are at their defaults, as in a job a terminal starts, whatever the test runner inherited (a CI job
+    started in the background ignores SIGINT, and so would every process it starts); `ignore` ignores
+    some, as `nohup` or a script's `cmd &` does."""
+
+    def setup() -> None:
+        die_with_parent()
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        for sig in (signal.SIGINT, signal.SIGHUP):
+            libc.signal(sig, int(signal.SIG_IGN if sig in ignore else signal.SIG_DFL))
+
+    return setup
+
+
+def start(
+    args: list[str], *, cwd: Path = ROOT, ignore: tuple[signal.Signals, ...] = (), **extra_env: str
+) -> subprocess.Popen[str]:
+    """`ragtrack <args>` in its own process group, output captured, as a terminal's job (`as_foreground_job`,
+    ignoring `ignore`); it ends when the test process does."""
     return subprocess.Popen(
         [*RAGTRACK, *args],
         cwd=cwd,
@@ -45,7 +64,7 @@ def start(args: list[str], *, cwd: Path = ROOT, **extra_env: str) -> subprocess.
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=die_with_parent,
+        preexec_fn=as_foreground_job(ignore),
     )
 
 
@@ -76,14 +95,16 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 120, what: str = "c
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def start_slow(args: list[str], markers: Path, **extra_env: str) -> subprocess.Popen[str]:
+def start_slow(
+    args: list[str], markers: Path, *, ignore: tuple[signal.Signals, ...] = (), **extra_env: str
+) -> subprocess.Popen[str]:
     """`ragtrack <args>` with the `slow` generator, which touches `markers/<pid>` once its run is under way.
 
     Tests wait for the marker, not by polling the store: a second client creating the
     store while the process migrates it would be a race of the test's own making.
     """
     markers.mkdir(exist_ok=True)
-    return start([*args, *SLOW], cwd=ROOT, SLOW_MARKER=str(markers), **extra_env)
+    return start([*args, *SLOW], cwd=ROOT, ignore=ignore, SLOW_MARKER=str(markers), **extra_env)
 
 
 def markers_at_least(markers: Path, n: int = 1) -> Callable[[], bool]:

@@ -57,9 +57,11 @@ _ORPHAN_GRACE_S = 60.0  # time an orphaned worker gets to end its run before it 
 def handle_termination(before_raise: Callable[[int], None] | None = None) -> Iterator[None]:
     """Within the block, SIGTERM/SIGHUP raise `Terminated` and SIGINT `KeyboardInterrupt`, once.
 
-    `before_raise(signum)` runs first (e.g. to pass the signal on to worker processes).
-    Outside the main thread, or when an enclosing block already handles signals, this is a
-    no-op: signal handlers belong to the main thread, and the outermost block owns them.
+    `before_raise(signum)` runs first (e.g. to pass the signal on to worker processes). A
+    signal the process was started ignoring stays ignored, as whoever started it meant:
+    `nohup` ignores SIGHUP, and a shell script's `cmd &` SIGINT. Outside the main thread,
+    or when an enclosing block already handles signals, this is a no-op: signal handlers
+    belong to the main thread, and the outermost block owns them.
     """
     if threading.current_thread() is not threading.main_thread() or getattr(_state, "active", False):
         yield
@@ -77,7 +79,7 @@ def handle_termination(before_raise: Callable[[int], None] | None = None) -> Ite
             return
         _raise_for(signum)
 
-    previous = {s: signal.signal(s, on_signal) for s in SIGNALS}
+    previous = {s: signal.signal(s, on_signal) for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
     _state.active = True
     try:
         yield

@@ -50,6 +50,20 @@ def test_ctrl_c_before_any_run_exists_says_none_was_logged(tmp_path):
     assert (proc.returncode, err.strip().splitlines()[-1]) == (130, f"ragtrack: interrupted: {said}")
 
 
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT], ids=["SIGHUP", "SIGINT"])
+def test_a_signal_the_run_was_started_ignoring_stays_ignored(tmp_path, sig):
+    # `nohup ragtrack run` ignores SIGHUP, a script's `ragtrack run &` SIGINT: neither may end the run
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = start_slow(["run", f"tracking.uri={uri}"], tmp_path / "started", ignore=(sig,))
+    wait_for(markers_at_least(tmp_path / "started"), what="the run to start")
+    proc.send_signal(sig)
+    time.sleep(2.0)
+    still_running = proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert (still_running, proc.returncode) == (True, 143)
+
+
 def test_exit_codes_follow_the_shell():
     assert [
         exit_code(Terminated(signal.SIGTERM)),
