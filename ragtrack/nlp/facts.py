@@ -40,7 +40,8 @@ Numbers: digits with `,` thousands separators (`1,000` = `1000`) and decimals as
 not a fact. **Decisions** (a word that is usually not a number must not become a fact
 that every other text then lacks): the Chinese numeral `一` and the word `one` count only
 as part of a larger number or directly before a unit (`一年`, `one day`); a Chinese
-numeral run counts only before a unit or classifier, after `第` or `百分之`; a number after `第`
+numeral run counts only before a unit or classifier, after `第` or `百分之` (version 11: any other
+run still provides its number to a statement, `provided_keys`); a number after `第`
 before a unit is an ordinal, no amount (`第二天`), and so is `上一年` (the year before) and a
 compound ordinal (`twenty-fifth`, not twenty fifths). The article
 `a`/`an` is the numeral one before a singular unit, or before `full`, `whole`, `entire`,
@@ -93,14 +94,23 @@ class Fact(BaseModel):
     calendar: str | None = None
 
     approx: bool = False  # hedged (`about 10 days`, `三个月左右`): it agrees with amounts near it
+    # a rate's amount by value (`88元` of `每人88元`): a text that writes it with no per-unit agrees
+    amount: str | None = None
 
     def provided_by(self, keys: frozenset[str]) -> bool:
         """Do `keys` (`provided_keys` of a text) hold this fact: its token, value or calendar key, or both
-        ends of a range; or, when this fact or the key is hedged, an amount within `APPROXIMATE` of it?"""
+        ends of a range; (version 11) a rate's amount where the text has no rate of that amount (what it
+        is per is unknown there, not another unit), an amount's number before a word no unit table reads
+        (`24 CPD hours` provides `24 hours`); or, when this fact or the key is hedged, an amount within
+        `APPROXIMATE` of it?"""
         if {self.token, self.value, self.calendar} & keys or (
             self.parts and all(p in keys for p in self.parts)
         ):
             return True
+        if self.amount and self.amount in keys and f"{RATE_OF}{self.amount}" not in keys:
+            return True  # (version 11) the text writes the amount, but not what it is per: unknown
+        if self.kind in ("quantity", "percent") and any(f"{UNREAD_UNIT}{k}" in keys for k in self.keys):
+            return True  # (version 11) the text writes the number before a unit we do not read: unknown
         mine = [k for k in (self.value, self.calendar) if k]
         if not mine:  # no amount by value (a bare number, a date): nothing to be near
             return False
@@ -310,7 +320,7 @@ for _code, _spellings in {
     "kb": ["kilobytes", "kilobyte", "kb"],
     "x": ["倍", "times"],
     "pp": ["个百分点", "百分点", "percentage points", "percentage point"],
-    "people": ["个人", "名", "人", "people", "persons", "employees"],
+    "people": ["个人", "名", "位", "人", "people", "persons", "employees"],
     "age": ["周岁", "岁"],
     "item": ["次", "项", "件", "份", "家", "所", "种", "条", "页", "张", *_CLASSIFIERS],
     "kwh": ["千瓦时", "kilowatt-hours", "kilowatt hours", "kilowatt-hour", "kilowatt hour", "kwh"],
@@ -443,6 +453,24 @@ _AND_A_HALF_EN = re.compile(
 _HALF_ALONE_CN = re.compile(
     f"(?<![{_CN_NUM}0-9个上下前后])半个?({_UNIT_ALT_CN}|月)"
 )  # 半年, 半个月, 半小时; 上半月, 下半年 name a half of the period, not an amount
+_HALF_WITHIN_CN = re.compile(
+    f"(?<=[前后])半个?({_UNIT_ALT_CN}|月)(?=以内|之内|内)"
+)  # 签收后半个月内: within half a month after it (后半个月 alone is the latter half of a month)
+_MAJOR_CURRENCY_EN = "|".join(
+    u
+    for u in _UNITS_LONGEST_FIRST
+    if _UNITS[u] in ("usd", "eur", "gbp", "jpy", "hkd") and u.isalpha() and u.isascii()
+)
+_MAJOR_MINOR_EN = re.compile(
+    rf"{_NOT_AFTER_LETTER}(\d+|{_WORD_NUM})\s+({_MAJOR_CURRENCY_EN})\s+(\d{{1,2}}|{_WORD_NUM})"
+    rf"(?![\w.,%‰-]|\s*(?:{_UNIT_ALT})(?![a-z]))"
+)  # four euros fifty = 4.50 euros: a number after the major unit, before no unit, counts its hundredths
+_JIAO_CN = re.compile(
+    f"(?:([{_CN_NUM}]+|\\d+)(?:元|块))?([一二两三四五六七八九]|\\d)角"
+)  # 三角, 五元三角: 角 is a tenth of a yuan (when jieba reads 三角 as a numeral word, not in 三角形)
+_UNREAD_CN_NUMERAL = re.compile(f"(?<!第)[{_CN_NUM}]+")  # in what `_read` left of a text
+RATE_OF = "rate-of:"  # a provided key: a rate of this amount (its value key) is in the text
+UNREAD_UNIT = "unread-unit:"  # a provided key: this number stands before a word no unit table reads
 _HALF_OF_WHOLE_CN = re.compile(f"(?<![{_CN_NUM}0-9])一半|半数")  # half of a whole: 1/2, as `half` is
 _TENTHS_CN = re.compile(
     f"([{_CN_NUM}]+|\\d+)(米|块|元)([一二三四五六七八九])(?![{_CN_NUM}点个]|{_UNIT_ALT_CN})"
@@ -573,11 +601,12 @@ def _unit(u: str | None) -> str | None:
 
 def facts(text: str | None) -> list[Fact]:
     """The fact tokens of `text`, in order of kind then position (see the module doc)."""
-    return list(_facts(text or ""))
+    return list(_read(text or "")[0])
 
 
 @lru_cache(maxsize=65536)
-def _facts(text: str) -> tuple[Fact, ...]:
+def _read(text: str) -> tuple[tuple[Fact, ...], str]:
+    """The facts of `text`, and the text as the facts left it: each span a fact took is blanked."""
     s = unicodedata.normalize("NFKC", text).casefold()
     folded = s  # as written: `s` loses each span a kind takes
     out: list[Fact] = []
@@ -590,6 +619,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         parts: tuple[str, ...] = (),
         value: str | None = None,
         calendar: str | None = None,
+        amount: str | None = None,
     ) -> None:
         amounts = [k for k in (value, calendar) if k]
         approx = bool(
@@ -598,7 +628,14 @@ def _facts(text: str) -> tuple[Fact, ...]:
         keys = frozenset((token, *extra, *amounts, *(f"~{k}" for k in amounts if approx)))
         out.append(
             Fact(
-                kind=kind, token=token, keys=keys, parts=parts, value=value, calendar=calendar, approx=approx
+                kind=kind,
+                token=token,
+                keys=keys,
+                parts=parts,
+                value=value,
+                calendar=calendar,
+                approx=approx,
+                amount=amount,
             )
         )
 
@@ -744,7 +781,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
         elif unit is not None:
             _add_quantity(add, number, unit, value, written)
         else:
-            add("number", number)
+            add("number", number, f"{UNREAD_UNIT}{number}")
         return None
 
     take(_ARTICLE_CN, article_cn)
@@ -815,7 +852,10 @@ def _facts(text: str) -> tuple[Fact, ...]:
         lambda m: _unit_amount(_cn_amount(m.group(1)), m.group(2) or m.group(3), Decimal("0.5"), add),
     )
     take(_HALF_ALONE_CN, lambda m: _unit_amount(Decimal(0), m.group(1), Decimal("0.5"), add))
+    take(_HALF_WITHIN_CN, lambda m: _unit_amount(Decimal(0), m.group(1), Decimal("0.5"), add))
     take(_HALF_OF_WHOLE_CN, lambda m: _fraction(Decimal(1), Decimal(2), add))
+    take(_MAJOR_MINOR_EN, lambda m: _major_minor(m, add))
+    take(_JIAO_CN, lambda m: _jiao(m, s, add))
     take(
         _TENTHS_CN,
         lambda m: _unit_amount(
@@ -844,7 +884,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
     take(_RANGE, range_)
     take(_QUANTITY, quantity)
     take(_ONE_UNIT_EN, one_unit)
-    return tuple(out)
+    return tuple(out), s
 
 
 def _tenths(m: re.Match[str], text: str, add: Callable[..., None]) -> bool | None:
@@ -866,6 +906,42 @@ def _tenths(m: re.Match[str], text: str, add: Callable[..., None]) -> bool | Non
         if at > m.start():
             return False
     return False
+
+
+def _major_minor(m: re.Match[str], add: Callable[..., None]) -> bool | None:
+    """`four euros fifty` = 4.50 euros: the number after the major unit counts its hundredths."""
+    whole, minor = _en_amount(m.group(1)), _en_amount(m.group(3))
+    if whole is None or minor is None or minor >= 100:
+        return False
+    return _unit_amount(whole, m.group(2), minor / 100, add)
+
+
+def _jiao(m: re.Match[str], text: str, add: Callable[..., None]) -> bool | None:
+    """`三角` = 0.3 yuan, `五元三角` = 5.3 yuan: 角 is a tenth of a yuan. Alone, only when jieba reads the
+    numeral and 角 (or 角钱) as one word: 三角形 is a triangle."""
+    tenths = Decimal(m.group(2)) if m.group(2).isdigit() else Decimal(cn_number(m.group(2)) or 0)
+    if m.group(1) is None and _word_at(text, m.start(2)) not in (m.group(0), f"{m.group(0)}钱"):
+        return False
+    yuan = _cn_amount(m.group(1)) if m.group(1) is not None else Decimal(0)
+    return _unit_amount(yuan, "元", tenths / 10, add)
+
+
+def _word_at(text: str, at: int) -> str | None:
+    """The word jieba cuts at `at` of the run of Chinese characters and digits around it, or None."""
+    from ragtrack.nlp.entities import segment
+
+    start = at
+    while start and ("\u4e00" <= text[start - 1] <= "\u9fff" or text[start - 1].isdigit()):
+        start -= 1
+    end = at
+    while end < len(text) and ("\u4e00" <= text[end] <= "\u9fff" or text[end].isdigit()):
+        end += 1
+    pos = start
+    for word, _ in segment(text[start:end]):
+        if pos == at:
+            return word
+        pos += len(word)
+    return None
 
 
 def _discount(digits: str) -> tuple[Decimal, Decimal]:
@@ -1007,7 +1083,8 @@ def _rate(
         *([f"{_fmt(den)}{per_code}"] if per_amount else []),
         *(k for k in (top, bottom) if k),
     ]
-    add("rate", f"{_fmt(num)}{code}/{_fmt(den) if per_amount else ''}{per_code}", *parts, value=value)
+    token = f"{_fmt(num)}{code}/{_fmt(den) if per_amount else ''}{per_code}"
+    add("rate", token, *parts, value=value, amount=top or f"{_fmt(num)}{code}")
     return None
 
 
@@ -1017,8 +1094,18 @@ def fact_tokens(text: str | None) -> list[str]:
 
 
 def provided_keys(text: str | None) -> frozenset[str]:
-    """Every token the facts of `text` provide to a statement it supports."""
-    return frozenset(k for f in facts(text) for k in f.keys)
+    """Every token the facts of `text` provide to a statement it supports; and (version 11) the number of
+    each Chinese numeral run no fact read (`六十分`, `六级` provide `60`, `6`: what the sources write in a
+    form we do not read is unknown, not a mismatch), but `一` alone, and not after 第; and `rate-of:<value
+    key>` for the amount of each rate (`Fact.provided_by`)."""
+    found, rest = _read(text or "")
+    unread = (
+        str(n)
+        for m in _UNREAD_CN_NUMERAL.finditer(rest)
+        if m.group(0) != "一" and (n := cn_number(m.group(0))) is not None
+    )
+    amounts = (f"{RATE_OF}{f.amount}" for f in found if f.kind == "rate" and f.amount)
+    return frozenset((*(k for f in found for k in f.keys), *unread, *amounts))
 
 
 def missing_fact(statement_facts: list[Fact], support_norm: str, support_keys: frozenset[str]) -> str | None:

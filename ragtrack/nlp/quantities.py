@@ -310,12 +310,15 @@ _CALENDAR_DAYS = {"month": 30, "quarter_year": 90, "year": 365}  # the civil con
 
 def calendar_key(amount: Decimal, word: str | None) -> str | None:
     """An amount of months or years by the civil convention (a month is 30 days, a year 365), as a value key
-    in days: `3个月` = `90天`, `半个月` = `15 days`, `a year` = `365 days`, which pint's mean month (30.44
-    days) and year (365.25) do not equal. None for any other unit."""
+    in days: `3个月` = `90天`, `半个月` = `15 days`, `a year` = `365 days`, `12个月` = `365天`, which pint's
+    mean month (30.44 days) and year (365.25) do not equal. None for any other unit."""
     unit = unit_of(word) if word is not None else None
     if unit is None or unit[1] not in _CALENDAR_DAYS:
         return None
-    return f"time:{_magnitude(str(amount * _CALENDAR_DAYS[unit[1]]), 'time', 'day')}"
+    days = amount * _CALENDAR_DAYS[unit[1]]
+    if unit[1] == "month" and amount and amount % 12 == 0:
+        days = amount / 12 * _CALENDAR_DAYS["year"]  # (version 11) whole years of months are years
+    return f"time:{_magnitude(str(days), 'time', 'day')}"
 
 
 @lru_cache(maxsize=65536)

@@ -517,8 +517,11 @@ class RagScorer(EmbeddingScorer):
     # grounded clause, negation moved between clauses, rather than; percentage points, 折, working weeks,
     # months and years by the civil calendar, ordinals as no amounts; 8: relevance of answers and chunks
     # by their best sentence against each ask's focus, words matched by synonym; hedged amounts within
-    # 10%, `two and a half years`
-    version = "10"
+    # 10%, `two and a half years`; 9: ranges, compound durations, 成, classifiers, month ends, times of day
+    # by value; 10: a reversed negation halves closeness; 11: what the sources write in a form we do not
+    # read is unknown, not a mismatch (unread numerals and units, a rate's per-unit), 角, `four euros
+    # fifty`, whole years of months
+    version = "11"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

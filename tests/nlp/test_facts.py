@@ -317,6 +317,11 @@ def test_a_date_provides_its_month_alone() -> None:
             "from 1 February to 31 January",
             "from the first of February until the end of the following January",
         ),
+        ("每分钟0.3元", "每分钟收费三角"),  # 角: a tenth of a yuan
+        ("票价5.3元", "票价五元三角"),
+        ("€4.50 per guest", "four euros fifty for each guest"),  # the minor unit's hundredths
+        ("valid for twelve months", "valid for 365 days"),  # whole years of months are years
+        ("费用三十元一位", "体验费每人30元"),  # 位 counts people
     ],
 )
 def test_a_fact_written_another_way_is_provided(statement: str, support: str) -> None:
@@ -331,7 +336,32 @@ def test_a_fact_written_another_way_is_provided(statement: str, support: str) ->
         ("成绩一成不变", []),  # 成 inside another word counts no tenths
         ("9.9% a year", ["9.9%"]),  # `a` after an amount means per
         ("最晚10点前", ["10"]),  # 晚 of 最晚 (at the latest) is no evening
+        ("画一个三角形", []),  # 角 of 三角形 is no money
+        ("ten dollars 20 minutes", ["10usd", "20min"]),  # a number before a unit is no hundredths
     ],
 )
 def test_what_only_looks_like_an_amount_gives_none(text: str, tokens: list[str]) -> None:
     assert fact_tokens(text) == tokens
+
+
+@pytest.mark.parametrize(
+    ("statement", "support"),
+    [
+        ("风力达到6级及以上", "风力到六级以上"),  # a numeral no fact reads still provides its number
+        ("达到60分即为合格", "考到六十分就算过关"),
+        ("每人收费88元", "人均八十八元"),  # a rate's amount, where the text does not say what it is per
+        ("每人每天最多三只", "每日猎取不得超过3只"),
+        ("签收后15天内可退货", "签收后半个月内都可以退货"),  # 后半个月内: within half a month after
+        ("a renewal needs 24 hours of training", "at least 24 CPD hours"),  # a number before an unread word
+    ],
+)
+def test_a_form_the_sources_write_unread_is_unknown_not_a_mismatch(statement: str, support: str) -> None:
+    assert _missing(statement, support) is None
+
+
+def test_a_rate_per_another_unit_than_the_sources_rate_is_missing() -> None:
+    assert _missing("每次收费88元", "每人收费88元") == "88cny/item"
+
+
+def test_an_unread_numeral_after_di_or_a_lone_yi_provides_nothing() -> None:
+    assert {"3", "1"}.isdisjoint(provided_keys("第三次统一办理"))
