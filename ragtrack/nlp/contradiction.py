@@ -308,6 +308,83 @@ def clause_polarity(text: str) -> tuple[int, ...]:
     return tuple(negated)
 
 
+_EN_SCOPE_SKIP = frozenset(
+    "be is are was were been being a an the any to have has had do does did get ever yet also always longer "
+    "only just be more".split()
+)
+_CN_MODAL = "得能会可应要必须予以准许用再有"  # 不得, 不能, 不予, 没有…: the word they negate comes next
+
+
+@lru_cache(maxsize=65536)
+def negated_words(text: str) -> tuple[tuple[str, str], ...]:
+    """(word, clause) for each negation of `text` (version 11): the word it negates, in English the next
+    word that is no function word (Snowball stem: `not refundable` → `refund`), in Chinese the next word
+    jieba cuts, past a modal and joined to the next when it is one character (`不得转借` → `转借`, `不认可`
+    → `认可`, `不到场` → `到场`); and the clause it is in."""
+    s = _fold(text)
+    for pattern in (*_NEGATED_BOUND.values(), _CN_REL, _EN_REL, _ALTERNATIVE):
+        s = pattern.sub(_blank, s)
+    s = _CN_NOT_NEGATION.sub(_blank, s)
+    out: list[tuple[str, str]] = []
+    for clause in _CLAUSE_END.split(s):
+        tokens = _EN_WORD.findall(clause)
+        for i, w in enumerate(tokens):
+            if w in _EN_NEGATORS or w.endswith("n't"):
+                after = (
+                    t for t in tokens[i + 1 : i + 5] if t not in _EN_SCOPE_SKIP and t not in _EN_NEGATORS
+                )
+                nxt = next(after, None)
+                if nxt is not None:
+                    out.append((stem(nxt), clause))
+        for run in _CJK_RUN.findall(clause):
+            cut = [w for w, _ in segment(run)]
+            for i, w in enumerate(cut):
+                m = _CN_NEGATOR.match(w)
+                if not m:
+                    continue
+                rest = (w[m.end() :] + "".join(cut[i + 1 : i + 3])).lstrip(_CN_MODAL)
+                word = next((x for x in _cut_words(rest)), "")
+                if word:
+                    out.append((word, clause))
+    return tuple(out)
+
+
+def _cut_words(rest: str) -> list[str]:
+    """The first word of `rest` as jieba cuts it, joined to the next when it is one character."""
+    cut = [w for w, _ in segment(rest)] if rest else []
+    if cut and len(cut[0]) == 1 and len(cut) > 1:
+        return [cut[0] + cut[1]]
+    return cut[:1]
+
+
+def _negation_in_other_words(said: str, source: str) -> bool:
+    """Does the negation one text has and the other lacks negate a word that the other's matching clause
+    (the one sharing most of its `words`) does not have (version 11)? Then the other says it in another
+    word (`不认可` for `有异议`, `无正当理由不到场` for `没有正当理由缺席`): no contradiction. Without a
+    word to compare, it is one."""
+    mine, theirs = negated_words(said), negated_words(source)
+    mine_words, their_words = Counter(w for w, _ in mine), Counter(w for w, _ in theirs)
+    extra = [(w, c, source) for w, c in mine if mine_words[w] > their_words[w]]
+    extra += [(w, c, said) for w, c in theirs if their_words[w] > mine_words[w]]
+    if not extra:
+        return False
+    return not any(_has_word(_matching_clause(clause, other), w) for w, clause, other in extra)
+
+
+def _matching_clause(clause: str, text: str) -> str:
+    """The clause of `text` that shares most `words` with `clause` (the first on a tie)."""
+    own = words(clause)
+    clauses = [c for c in _CLAUSE_END.split(_fold(text)) if c.strip()] or [_fold(text)]
+    return max(clauses, key=lambda c: (len(own & words(c)), -clauses.index(c)))
+
+
+def _has_word(text: str, word: str) -> bool:
+    """`word` (a Snowball stem, or Chinese) in `text`: a Chinese word as written, an English one by stem."""
+    if not word.isascii():
+        return word in _fold(text)
+    return any(stem(t) == word for t in _EN_WORD.findall(_fold(text)))
+
+
 @lru_cache(maxsize=65536)
 def relations(text: str) -> frozenset[str]:
     """The relation operators of `text`, by canonical name (`min`, `before`, …)."""
@@ -431,7 +508,7 @@ def conflict(statement: str, evidence: str) -> str | None:
     if aligned is None or aligned[2] < SAME_WORDING:
         return None
     said, source, _ = aligned
-    if polarity(said) != polarity(source):
+    if polarity(said) != polarity(source) and not _negation_in_other_words(said, source):
         more = "the statement" if polarity(said) > polarity(source) else "the source"
         return f"polarity: more negations in {more}"
     mine_neg, its_neg = clause_polarity(said), clause_polarity(source)

@@ -9,6 +9,7 @@ from ragtrack.nlp.contradiction import (
     added_words,
     conflict,
     grounding,
+    negated_words,
     passive_voice,
     polarity,
     quantity_conflict,
@@ -389,3 +390,24 @@ def test_a_clause_the_sources_hardly_restate_is_not_compared():
     assert (
         reversed_polarity("Hives may not leave the apiary before the visit.", source_clauses(sources)) is None
     )
+
+
+def test_a_negation_of_a_word_the_source_says_another_way_is_no_contradiction():
+    assert (
+        conflict(
+            "购房人不认可实测面积的，可在交房后六十天内向青川市不动产登记中心申请复测",
+            "购房人对实测面积有异议的，可在交房之日起60日内向青川市不动产登记中心申请复测",
+        )
+        is None
+    )
+
+
+def test_a_negation_of_a_word_the_source_has_is_a_contradiction():
+    assert (
+        conflict("会员卡不得转借他人使用", "会员卡可以转借他人使用")
+        == "polarity: more negations in the statement"
+    )
+
+
+def test_negated_words_are_read_past_modals():
+    assert [w for w, _ in negated_words("不得转借。The fee is not refundable.")] == ["转借", "refund"]
