@@ -62,7 +62,8 @@ cannot tell a synonym from a swapped party (MiniLM: `landlord`/`tenant` 0.84), s
 word counts unless a thesaurus calls the two synonyms (version 6, `ragtrack.nlp.thesaurus`:
 WordNet, Cilin): `finish` for `complete` is the same claim, `supervisor` for `student` is not.
 A near-copy that adds a word no source has, in the clauses it copies or in one it appends,
-claims something the sources do not say.
+claims something the sources do not say. (Version 11) So does a statement that keeps its
+evidence's words but for one span it replaces (`SPAN_FRAME`), when the spans differ in a word.
 """
 
 from __future__ import annotations
@@ -260,6 +261,7 @@ _NEGATED_BOUND = {
 # rapidfuzz ratio of a statement and its aligned clauses from which polarity and conditions count
 SAME_WORDING = 70
 NEAR_COPY = 85  # the ratio from which a statement copies its evidence: a word it changes is another claim
+SPAN_FRAME = 0.6  # the share of words a statement keeps around the one span it replaces (`_one_span_changed`)
 _OPEN_CLASS = frozenset(
     "nvarj"
 )  # jieba tags of nouns, verbs, adjectives, names and abbreviations (not p, d, c, u …)
@@ -525,7 +527,7 @@ def conflict(statement: str, evidence: str) -> str | None:
         return scope
     swapped = _swapped_operator(said, source)  # an operator in its opposite's place, wherever else both occur
     if swapped or aligned[2] < NEAR_COPY:
-        return swapped
+        return swapped or _one_span_changed(said, source)
     gained, lost = _changed(words(said), words(source))
     if gained and lost:
         return f"wording: {', '.join(sorted(gained))} where the source says {', '.join(sorted(lost))}"
@@ -636,6 +638,33 @@ def _swapped_words(said: str, source: str) -> str | None:
         if x is not None and y is not None:
             return f"swapped: {x} and {y}"
     return None
+
+
+def _one_span_changed(said: str, source: str) -> str | None:
+    """(Version 11) A statement that keeps its evidence's words but for one span it replaces, the words kept
+    at least `SPAN_FRAME` of the longer text, says something else when the two spans differ in a word
+    (`_changed`): `往返运费由用户自行承担` for `往返运费由衡州织美机械公司承担`, whose ratio is below
+    `NEAR_COPY` because the span is long. Added or dropped words alone are not compared."""
+    mine, theirs = _tokens(said), _tokens(source)
+    ops = [op for op in SequenceMatcher(None, mine, theirs, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    if len(mine) - (i2 - i1) < SPAN_FRAME * max(len(mine), len(theirs)):
+        return None
+    gained, lost = _changed(words(" ".join(mine[i1:i2])), words(" ".join(theirs[j1:j2])))
+    if gained and lost:
+        return f"wording: {', '.join(sorted(gained))} where the source says {', '.join(sorted(lost))}"
+    return None
+
+
+def _tokens(text: str) -> list[str]:
+    """Every word of `text` in order: English words as written, Chinese words as jieba cuts them."""
+    out: list[str] = []
+    for m in _WORD_OR_RUN.finditer(_fold(text)):
+        run = m.group(0)
+        out.extend([run] if run.isascii() else [w for w, _ in segment(run)])
+    return out
 
 
 def _changed(mine: frozenset[str], theirs: frozenset[str]) -> tuple[set[str], set[str]]:

@@ -520,7 +520,8 @@ class RagScorer(EmbeddingScorer):
     # 10%, `two and a half years`; 9: ranges, compound durations, 成, classifiers, month ends, times of day
     # by value; 10: a reversed negation halves closeness; 11: what the sources write in a form we do not
     # read is unknown, not a mismatch (unread numerals and units, a rate's per-unit), 角, `four euros
-    # fifty`, whole years of months; a negation of a word the other text says another way contradicts not
+    # fifty`, whole years of months; a negation of a word the other text says another way contradicts not;
+    # a near-copy that replaces one span with other words contradicts
     version = "11"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS

@@ -411,3 +411,29 @@ def test_a_negation_of_a_word_the_source_has_is_a_contradiction():
 
 def test_negated_words_are_read_past_modals():
     assert [w for w, _ in negated_words("不得转借。The fee is not refundable.")] == ["转借", "refund"]
+
+
+def test_a_near_copy_that_replaces_one_long_span_says_something_else():
+    assert conflict(
+        "保修期内市区以外的用户须将机器寄回维修站，往返运费由用户自行承担",
+        "保修期内市区以外的用户须将机器寄回维修站，往返运费由衡州织美机械公司承担",
+    ) == ("wording: 用户, 自行 where the source says 公司, 机械, 衡州")
+
+
+def test_a_near_copy_that_only_drops_words_of_a_span_is_no_change():
+    assert (
+        conflict(
+            "违反规定的，由执法部门责令改正并处罚款", "违反规定的，由城市管理综合执法部门责令改正并处罚款"
+        )
+        is None
+    )
+
+
+def test_a_paraphrase_that_changes_more_than_one_span_is_not_compared_word_by_word():
+    assert (
+        conflict(
+            "The landlord must return the deposit within 30 days of the tenancy ending.",
+            "Within thirty days after the lease ends, the owner has to give the deposit back.",
+        )
+        is None
+    )
