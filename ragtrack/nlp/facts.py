@@ -468,7 +468,7 @@ _MAJOR_MINOR_EN = re.compile(
 _JIAO_CN = re.compile(
     f"(?:([{_CN_NUM}]+|\\d+)(?:元|块))?([一二两三四五六七八九]|\\d)角"
 )  # 三角, 五元三角: 角 is a tenth of a yuan (when jieba reads 三角 as a numeral word, not in 三角形)
-_UNREAD_CN_NUMERAL = re.compile(f"(?<!第)[{_CN_NUM}]+")  # in what `_read` left of a text
+_UNREAD_CN_NUMERAL = re.compile(f"(?<!第)[{_CN_NUM}]+")  # in what the facts left of a text (`_read`)
 RATE_OF = "rate-of:"  # a provided key: a rate of this amount (its value key) is in the text
 UNREAD_UNIT = "unread-unit:"  # a provided key: this number stands before a word no unit table reads
 _HALF_OF_WHOLE_CN = re.compile(f"(?<![{_CN_NUM}0-9])一半|半数")  # half of a whole: 1/2, as `half` is
@@ -605,8 +605,9 @@ def facts(text: str | None) -> list[Fact]:
 
 
 @lru_cache(maxsize=65536)
-def _read(text: str) -> tuple[tuple[Fact, ...], str]:
-    """The facts of `text`, and the text as the facts left it: each span a fact took is blanked."""
+def _read(text: str) -> tuple[tuple[Fact, ...], tuple[str, ...]]:
+    """The facts of `text`, and the numbers of the Chinese numeral runs no fact read (version 11): each span
+    a fact took is blanked, and a run left, but `一` alone and a run after 第, is read by `cn_number`."""
     s = unicodedata.normalize("NFKC", text).casefold()
     folded = s  # as written: `s` loses each span a kind takes
     out: list[Fact] = []
@@ -884,7 +885,12 @@ def _read(text: str) -> tuple[tuple[Fact, ...], str]:
     take(_RANGE, range_)
     take(_QUANTITY, quantity)
     take(_ONE_UNIT_EN, one_unit)
-    return tuple(out), s
+    unread = (
+        str(n)
+        for m in _UNREAD_CN_NUMERAL.finditer(s)
+        if m.group(0) != "一" and (n := cn_number(m.group(0))) is not None
+    )
+    return tuple(out), tuple(unread)
 
 
 def _tenths(m: re.Match[str], text: str, add: Callable[..., None]) -> bool | None:
@@ -1098,12 +1104,7 @@ def provided_keys(text: str | None) -> frozenset[str]:
     each Chinese numeral run no fact read (`六十分`, `六级` provide `60`, `6`: what the sources write in a
     form we do not read is unknown, not a mismatch), but `一` alone, and not after 第; and `rate-of:<value
     key>` for the amount of each rate (`Fact.provided_by`)."""
-    found, rest = _read(text or "")
-    unread = (
-        str(n)
-        for m in _UNREAD_CN_NUMERAL.finditer(rest)
-        if m.group(0) != "一" and (n := cn_number(m.group(0))) is not None
-    )
+    found, unread = _read(text or "")
     amounts = (f"{RATE_OF}{f.amount}" for f in found if f.kind == "rate" and f.amount)
     return frozenset((*(k for f in found for k in f.keys), *unread, *amounts))
 
