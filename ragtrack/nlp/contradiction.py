@@ -312,7 +312,7 @@ def clause_polarity(text: str) -> tuple[int, ...]:
 
 _EN_SCOPE_SKIP = frozenset(
     "be is are was were been being a an the any to have has had do does did get ever yet also always longer "
-    "only just be more".split()
+    "only just more".split()
 )
 _CN_MODAL = "得能会可应要必须予以准许用再有"  # 不得, 不能, 不予, 没有…: the word they negate comes next
 
@@ -344,19 +344,16 @@ def negated_words(text: str) -> tuple[tuple[str, str], ...]:
                 m = _CN_NEGATOR.match(w)
                 if not m:
                     continue
-                rest = (w[m.end() :] + "".join(cut[i + 1 : i + 3])).lstrip(_CN_MODAL)
-                word = next((x for x in _cut_words(rest)), "")
+                word = _first_word((w[m.end() :] + "".join(cut[i + 1 : i + 3])).lstrip(_CN_MODAL))
                 if word:
                     out.append((word, clause))
     return tuple(out)
 
 
-def _cut_words(rest: str) -> list[str]:
-    """The first word of `rest` as jieba cuts it, joined to the next when it is one character."""
-    cut = [w for w, _ in segment(rest)] if rest else []
-    if cut and len(cut[0]) == 1 and len(cut) > 1:
-        return [cut[0] + cut[1]]
-    return cut[:1]
+def _first_word(text: str) -> str:
+    """The first word of `text` as jieba cuts it, joined to the next when it is one character; or ""."""
+    cut = [w for w, _ in segment(text)] if text else []
+    return "".join(cut[:2]) if cut and len(cut[0]) == 1 else "".join(cut[:1])
 
 
 def _negation_in_other_words(said: str, source: str) -> bool:
@@ -377,7 +374,7 @@ def _matching_clause(clause: str, text: str) -> str:
     """The clause of `text` that shares most `words` with `clause` (the first on a tie)."""
     own = words(clause)
     clauses = [c for c in _CLAUSE_END.split(_fold(text)) if c.strip()] or [_fold(text)]
-    return max(clauses, key=lambda c: (len(own & words(c)), -clauses.index(c)))
+    return max(enumerate(clauses), key=lambda ic: (len(own & words(ic[1])), -ic[0]))[1]
 
 
 def _has_word(text: str, word: str) -> bool:
