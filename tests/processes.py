@@ -51,20 +51,24 @@ def as_foreground_job(ignore: tuple[signal.Signals, ...] = ()) -> Callable[[], N
     return setup
 
 
-def start(
-    args: list[str], *, cwd: Path = ROOT, ignore: tuple[signal.Signals, ...] = (), **extra_env: str
+def start(args: list[str], *, cwd: Path = ROOT, **extra_env: str) -> subprocess.Popen[str]:
+    """`ragtrack <args>` in its own process group, output captured, as a terminal's job
+    (`as_foreground_job`); it ends when the test process does."""
+    return _popen(args, cwd, env(**extra_env), as_foreground_job())
+
+
+def _popen(
+    args: list[str], cwd: Path, environment: dict[str, str], setup: Callable[[], None]
 ) -> subprocess.Popen[str]:
-    """`ragtrack <args>` in its own process group, output captured, as a terminal's job (`as_foreground_job`,
-    ignoring `ignore`); it ends when the test process does."""
     return subprocess.Popen(
         [*RAGTRACK, *args],
         cwd=cwd,
-        env=env(**extra_env),
+        env=environment,
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=as_foreground_job(ignore),
+        preexec_fn=setup,
     )
 
 
@@ -95,16 +99,22 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 120, what: str = "c
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def start_slow(
-    args: list[str], markers: Path, *, ignore: tuple[signal.Signals, ...] = (), **extra_env: str
-) -> subprocess.Popen[str]:
+def start_slow(args: list[str], markers: Path, **extra_env: str) -> subprocess.Popen[str]:
     """`ragtrack <args>` with the `slow` generator, which touches `markers/<pid>` once its run is under way.
 
     Tests wait for the marker, not by polling the store: a second client creating the
     store while the process migrates it would be a race of the test's own making.
     """
     markers.mkdir(exist_ok=True)
-    return start([*args, *SLOW], cwd=ROOT, ignore=ignore, SLOW_MARKER=str(markers), **extra_env)
+    return start([*args, *SLOW], cwd=ROOT, SLOW_MARKER=str(markers), **extra_env)
+
+
+def start_slow_ignoring(
+    args: list[str], markers: Path, ignore: tuple[signal.Signals, ...]
+) -> subprocess.Popen[str]:
+    """`start_slow`, started ignoring the signals `ignore`, as `nohup` or a script's `cmd &` starts it."""
+    markers.mkdir(exist_ok=True)
+    return _popen([*args, *SLOW], ROOT, env(SLOW_MARKER=str(markers)), as_foreground_job(ignore))
 
 
 def markers_at_least(markers: Path, n: int = 1) -> Callable[[], bool]:

@@ -10,7 +10,6 @@ import argparse
 import gc
 import json
 import math
-import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -382,26 +381,19 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _hold_ctrl_c(hold: bool) -> None:
-    """Hold SIGINT back (or deliver the one held): a Ctrl-C that lands inside an import leaves that module
-    half initialised (`partially initialized module 'psutil'`): during the imports `main` needs, it waits."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK if hold else signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    _hold_ctrl_c(True)
+    from ragtrack.core.termination import Terminated, exit_code, hold_ctrl_c
+
+    hold_ctrl_c(True)  # a Ctrl-C during the imports waits for them
     from ragtrack.core.errors import DiskFull, InputError, run_fate
-    from ragtrack.core.termination import Terminated, exit_code
 
     try:
         if argv and argv[0] == "run":
             from ragtrack.app.hydra_app import run_cli
 
-            _hold_ctrl_c(False)  # a Ctrl-C held during the imports is raised here, inside the try
-            return run_cli(argv[1:])
-        _hold_ctrl_c(False)
+            return run_cli(argv[1:])  # it releases the Ctrl-C once Hydra has composed the config
+        hold_ctrl_c(False)  # a Ctrl-C held during the imports is raised here, inside the try
         args = _parse(argv)
         if args.command == "score":
             return cmd_score(args)

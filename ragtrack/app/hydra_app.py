@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import hydra
+import psutil
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -25,7 +26,15 @@ from ragtrack.analysis.summary import JobOutcome
 from ragtrack.app.sweep import PARENT_RUN_ENV, SWEEP_PID_ENV, raw_overrides
 from ragtrack.core.errors import InputError, RunNotEnded, disk_full, run_fate
 from ragtrack.core.redact import redact_overrides, redact_text
-from ragtrack.core.termination import Terminated, exit_if_stopped, handle_termination, watch_parent
+from ragtrack.core.termination import (
+    Terminated,
+    exit_if_stopped,
+    handle_termination,
+    hold,
+    hold_ctrl_c,
+    release,
+    watch_parent,
+)
 from ragtrack.inputs.config import RunConfig
 
 if TYPE_CHECKING:
@@ -182,6 +191,7 @@ def _ids(ids: list[str], total: int, limit: int = 10) -> str:
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg: DictConfig) -> JobOutcome:
     """Hydra task: returns the job's run (for the sweep summary); a sweep job may reuse an earlier run."""
+    release()  # start-up is over: a signal held during it is raised here, before any run exists
     hc = HydraConfig.get()
     in_sweep = hc.mode == RunMode.MULTIRUN
     worker = in_sweep and os.environ.get(SWEEP_PID_ENV, str(os.getpid())) != str(os.getpid())
@@ -374,14 +384,19 @@ def run_cli(args: list[str]) -> int:
     check_overrides(args)
     sys.argv = ["ragtrack run", *args]
     with handle_termination(before_raise=_stop_children):
+        hold()  # until the job or the sweep begins (`release`): Hydra composing the config is not cut short
+        hold_ctrl_c(False)  # a Ctrl-C held during the imports is now held by `hold`
         main()
+        release()  # Hydra ran no job (`--help`, `--cfg job`)
     return 0
 
 
 def _stop_children(signum: int) -> None:
-    """Pass a signal on to our child processes (sweep workers) and give them time to end their runs."""
-    import psutil
+    """Pass a signal on to our child processes (sweep workers) and give them time to end their runs.
 
+    It runs in the signal handler, so psutil is imported with this module, not here: a Ctrl-C landing
+    while hydra or MLflow import psutil would find the module half initialised (`AttributeError`).
+    """
     children = psutil.Process().children(recursive=True)
     workers = []
     for child in children:

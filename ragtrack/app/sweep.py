@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from ragtrack.analysis.summary import JobOutcome, SweepJob, summary_lines
 from ragtrack.core.errors import InputError, RunNotEnded, disk_full
+from ragtrack.core.termination import release
 from ragtrack.inputs.config import TrackingConfig
 
 __all__ = ["PARENT_RUN_ENV", "SWEEP_PID_ENV", "TrackedSweeper", "raw_overrides"]
@@ -116,6 +117,7 @@ class TrackedSweeper(Sweeper):
         if warning := oversubscribed(self.config):
             log.warning("%s", warning)
         sweep_overrides = " ".join(redact_overrides(raw_overrides(self.config.hydra.overrides.task)))
+        release()  # start-up is over: a signal held during it is raised here, before any run exists
         try:
             parent = _Parent.start(self.config, sweep_overrides)
         except (

@@ -21,7 +21,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "deferred", "exit_code", "exit_if_stopped", "handle_termination", "watch_parent"]
+__all__ = [
+    "Terminated",
+    "deferred",
+    "exit_code",
+    "exit_if_stopped",
+    "handle_termination",
+    "hold",
+    "hold_ctrl_c",
+    "release",
+    "watch_parent",
+]
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -113,6 +123,31 @@ def deferred() -> Iterator[None]:
         pending, _state.pending = _state.pending, None
         if pending is not None:
             _raise_for(pending)
+
+
+def hold_ctrl_c(held: bool) -> None:
+    """Block SIGINT in the kernel (or unblock it, delivering one that came meanwhile): for the imports at
+    start-up, when no Python handler should run at all (a Ctrl-C raised inside an import leaves that module
+    half initialised). Children inherit a blocked signal, so unblock before starting any."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK if held else signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def hold() -> None:
+    """From now on a signal `handle_termination` catches is held, as inside `deferred()`, until `release()`:
+    for start-up after the imports (Hydra composing the config), where an exception raised mid-way leaves a
+    config half built and is reported as some other error."""
+    _state.deferring, _state.pending = True, None
+
+
+def release() -> None:
+    """End `hold()` (nothing when none is on): a signal held since is raised now."""
+    if not getattr(_state, "deferring", False):
+        return
+    _state.deferring = False
+    pending, _state.pending = _state.pending, None
+    if pending is not None:
+        _raise_for(pending)
 
 
 def watch_parent(interval_s: float = 1.0) -> None:

