@@ -115,14 +115,11 @@ def deferred() -> Iterator[None]:
     if getattr(_state, "deferring", False):
         yield
         return
-    _state.deferring, _state.pending = True, None
+    hold()
     try:
         yield
     finally:
-        _state.deferring = False
-        pending, _state.pending = _state.pending, None
-        if pending is not None:
-            _raise_for(pending)
+        release()
 
 
 def hold_ctrl_c(held: bool) -> None:
