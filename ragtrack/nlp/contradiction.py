@@ -287,19 +287,22 @@ def polarity(text: str) -> int:
     return sum(clause_polarity(text))
 
 
+def _no_negation_words(text: str) -> str:
+    """`text` folded, with what holds a negation word but is no negation blanked: a bound (不得超过, no more
+    than), a relation operator, an alternative (或不予, or not)."""
+    s = _fold(text)
+    for pattern in (*_NEGATED_BOUND.values(), _CN_REL, _EN_REL, _ALTERNATIVE):
+        s = pattern.sub(_blank, s)
+    return s
+
+
 @lru_cache(maxsize=65536)
 def clause_polarity(text: str) -> tuple[int, ...]:
     """For each clause of `text`, in order: 1 when it is negated (it holds an odd number of negations), else
     0."""
-    s = _fold(text)
-    for pattern in (
-        *_NEGATED_BOUND.values(),
-        _CN_REL,
-        _EN_REL,
-        _ALTERNATIVE,
-    ):  # a bound (不得超过, no more than) or an alternative (或不予, or not) is not a negation
-        s = pattern.sub(" ", s)
-    s = _EN_CONTRAST.sub(" not ", s)  # `by the installer rather than the owner` = `…, not the owner`
+    s = _EN_CONTRAST.sub(
+        " not ", _no_negation_words(text)
+    )  # `by the installer rather than the owner` = `…, not the owner`
     negated = []
     for clause in _CLAUSE_END.split(s):
         if not clause.strip():
@@ -323,10 +326,7 @@ def negated_words(text: str) -> tuple[tuple[str, str], ...]:
     word that is no function word (Snowball stem: `not refundable` → `refund`), in Chinese the next word
     jieba cuts, past a modal and joined to the next when it is one character (`不得转借` → `转借`, `不认可`
     → `认可`, `不到场` → `到场`); and the clause it is in."""
-    s = _fold(text)
-    for pattern in (*_NEGATED_BOUND.values(), _CN_REL, _EN_REL, _ALTERNATIVE):
-        s = pattern.sub(_blank, s)
-    s = _CN_NOT_NEGATION.sub(_blank, s)
+    s = _CN_NOT_NEGATION.sub(_blank, _no_negation_words(text))
     out: list[tuple[str, str]] = []
     for clause in _CLAUSE_END.split(s):
         tokens = _EN_WORD.findall(clause)

@@ -896,22 +896,10 @@ def _read(text: str) -> tuple[tuple[Fact, ...], tuple[str, ...]]:
 def _tenths(m: re.Match[str], text: str, add: Callable[..., None]) -> bool | None:
     """`九成` = 90%, `七成五` = 75%, when jieba cuts `九成` as one numeral word (`m`): in 成绩, 成员 or
     一成不变 the 成 belongs to another word."""
-    from ragtrack.nlp.entities import segment
-
-    start = m.start()
-    while start and "\u4e00" <= text[start - 1] <= "\u9fff":
-        start -= 1
-    at = start
-    for word, tag in segment(text[start : m.end() + 4]):
-        if at == m.start():
-            if word != m.group(0)[:2] or tag != "m":
-                return False
-            tenths = Decimal(cn_number(m.group(1)) or 0) + Decimal(_CN_DIGITS.get(m.group(2) or "", 0)) / 10
-            return _fraction(tenths * 10, Decimal(100), add)
-        at += len(word)
-        if at > m.start():
-            return False
-    return False
+    if _word_at(text, m.start(), m.end() + 4) != (m.group(0)[:2], "m"):
+        return False
+    tenths = Decimal(cn_number(m.group(1)) or 0) + Decimal(_CN_DIGITS.get(m.group(2) or "", 0)) / 10
+    return _fraction(tenths * 10, Decimal(100), add)
 
 
 def _major_minor(m: re.Match[str], add: Callable[..., None]) -> bool | None:
@@ -926,27 +914,29 @@ def _jiao(m: re.Match[str], text: str, add: Callable[..., None]) -> bool | None:
     """`三角` = 0.3 yuan, `五元三角` = 5.3 yuan: 角 is a tenth of a yuan. Alone, only when jieba reads the
     numeral and 角 (or 角钱) as one word: 三角形 is a triangle."""
     tenths = Decimal(m.group(2)) if m.group(2).isdigit() else Decimal(cn_number(m.group(2)) or 0)
-    if m.group(1) is None and _word_at(text, m.start(2)) not in (m.group(0), f"{m.group(0)}钱"):
-        return False
+    if m.group(1) is None:
+        word = _word_at(text, m.start(2), m.end() + 4)
+        if word is None or word[0] not in (m.group(0), f"{m.group(0)}钱"):
+            return False
     yuan = _cn_amount(m.group(1)) if m.group(1) is not None else Decimal(0)
     return _unit_amount(yuan, "元", tenths / 10, add)
 
 
-def _word_at(text: str, at: int) -> str | None:
-    """The word jieba cuts at `at` of the run of Chinese characters and digits around it, or None."""
+def _word_at(text: str, at: int, end: int) -> tuple[str, str] | None:
+    """The word jieba cuts at `at`, and its tag, cutting from the start of the run of Chinese characters
+    and digits `at` is in up to `end`; None when no word starts at `at`."""
     from ragtrack.nlp.entities import segment
 
     start = at
     while start and ("\u4e00" <= text[start - 1] <= "\u9fff" or text[start - 1].isdigit()):
         start -= 1
-    end = at
-    while end < len(text) and ("\u4e00" <= text[end] <= "\u9fff" or text[end].isdigit()):
-        end += 1
     pos = start
-    for word, _ in segment(text[start:end]):
+    for word, tag in segment(text[start:end]):
         if pos == at:
-            return word
+            return word, tag
         pos += len(word)
+        if pos > at:
+            return None
     return None
 
 
