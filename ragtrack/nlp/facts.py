@@ -29,7 +29,10 @@ order they are taken from the text (a span taken by one kind is not read again):
 - `quantity`: a number with a unit → `<number><unit>`, units normalised across languages
   (`七日`, `7天`, `7 days`, `7-day` → `7d`; `7个工作日`, `7 business days` → `7wd`; `$1,000`,
   `1000美元`, `1,000 dollars` → `1000usd`); provides the bare number, its value key and, for
-  months and years, its calendar key (`quantities.calendar_key`: `三个月` = `90天`).
+  months and years, its calendar key (`quantities.calendar_key`: `三个月` = `90天`). (Version 12) A
+  text that names a period without a number provides one of it (`provided_keys`): 每月, 每个工作日,
+  年费, 年度, `monthly`, `annual`, `each year` provide what `一个月`, `一个工作日`, `一年`, `one month`,
+  `one year` do; `twice` and `thrice`, two and three times. 斤 (500 g) and cubic metres are units.
 - `number`: any other number → its digits.
 
 Numbers: digits with `,` thousands separators (`1,000` = `1000`) and decimals as written
@@ -314,6 +317,8 @@ for _code, _spellings in {
     ],
     "ha": ["公顷", "hectares", "hectare"],
     "mu": ["亩"],
+    "jin": ["斤"],
+    "m3": ["立方米", "cubic meters", "cubic metres", "cubic meter", "cubic metre", "m³", "m3"],
     "tb": ["terabytes", "terabyte", "tb"],
     "gb": ["gigabytes", "gigabyte", "gb"],
     "mb": ["megabytes", "megabyte", "mb"],
@@ -1093,10 +1098,49 @@ def provided_keys(text: str | None) -> frozenset[str]:
     """Every token the facts of `text` provide to a statement it supports; and (version 11) the number of
     each Chinese numeral run no fact read (`六十分`, `六级` provide `60`, `6`: what the sources write in a
     form we do not read is unknown, not a mismatch), but `一` alone, and not after 第; and `rate-of:<value
-    key>` for the amount of each rate (`Fact.provided_by`)."""
+    key>` for the amount of each rate (`Fact.provided_by`); and (version 12) the keys of one of each
+    period the text names without a number (`_periods`)."""
     found, unread = _read(text or "")
     amounts = (f"{RATE_OF}{f.amount}" for f in found if f.kind == "rate" and f.amount)
-    return frozenset((*(k for f in found for k in f.keys), *unread, *amounts))
+    return frozenset((*(k for f in found for k in f.keys), *unread, *amounts, *_periods(text or "")))
+
+
+# A period named without a number is one of it: 每月, 每个工作日, 年费, 年度, `monthly`, `each year`; `twice`
+# and `thrice` are two and three times.
+_PERIODIC_CN = re.compile(f"每(?:个)?({_UNIT_ALT_CN}|月)|([年月周日])(?=费|度|薪|租)")
+_PERIODIC_EN = re.compile(
+    r"\b(?:(annual|annually|yearly|monthly|weekly|daily|hourly|twice|thrice)|(?:each|every|per)\s+"
+    r"(year|month|week|day|hour))\b"
+)
+_PERIOD_EN = {
+    **dict.fromkeys(["annual", "annually", "yearly"], "year"),
+    "monthly": "month",
+    "weekly": "week",
+    "daily": "day",
+    "hourly": "hour",
+    "twice": "two times",
+    "thrice": "three times",
+}
+
+
+def _periods(text: str) -> set[str]:
+    """The keys of one of each period `text` names without a number (version 12): 每月 and `monthly` provide
+    what `一个月` and `one month` do (but the bare number 1), `twice` what `two times` does."""
+    s = text.casefold()
+    phrases = [
+        "一" + ("个月" if unit == "月" else unit)
+        for m in _PERIODIC_CN.finditer(s)
+        if (unit := m.group(1) or m.group(2))
+    ]
+    for m in _PERIODIC_EN.finditer(s):
+        period = _PERIOD_EN.get(m.group(1) or "", m.group(2) or "")
+        phrases.append(period if period.endswith("times") else f"one {period}")
+    return {k for p in phrases for k in _phrase_keys(p)}
+
+
+@lru_cache(maxsize=256)
+def _phrase_keys(phrase: str) -> frozenset[str]:
+    return frozenset(k for f in facts(phrase) for k in f.keys if not k.isdigit())  # not the bare number 1
 
 
 def missing_fact(statement_facts: list[Fact], support_norm: str, support_keys: frozenset[str]) -> str | None:

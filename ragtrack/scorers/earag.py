@@ -231,8 +231,9 @@ class EaragScorer(EmbeddingScorer):
     # (rag v3); 4: changed and added words of near-copies (rag v4); 5: no bare-ordinal fractions (rag v5);
     # 6: synonyms by thesaurus, swapped parties, appended words (rag v6); 7: names found by their words and
     # possessives, Chinese place names, grounded clauses (rag v7); 8: hedged amounts within 10%, `two and a
-    # half years` (rag v8); 9, 10, 11: quantities by value, reversed negations, unread forms (rag v9-v11)
-    version = "11"
+    # half years` (rag v8); 9, 10, 11: quantities by value, reversed negations, unread forms (rag v9-v11);
+    # 12: a period named without a number, 斤, cubic metres (rag v12)
+    version = "12"
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"

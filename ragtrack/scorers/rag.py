@@ -521,8 +521,10 @@ class RagScorer(EmbeddingScorer):
     # by value; 10: a reversed negation halves closeness; 11: what the sources write in a form we do not
     # read is unknown, not a mismatch (unread numerals and units, a rate's per-unit), 角, `four euros
     # fifty`, whole years of months; a negation of a word the other text says another way contradicts not;
-    # a near-copy that replaces one span with other words contradicts
-    version = "11"
+    # a near-copy that replaces one span with other words contradicts; 12: a period the sources name
+    # without a number is one of it (每月, 年费, `monthly`, `each year`), `twice` is two times; 斤 and cubic
+    # metres are read
+    version = "12"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

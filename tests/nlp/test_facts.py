@@ -365,3 +365,28 @@ def test_a_rate_per_another_unit_than_the_sources_rate_is_missing() -> None:
 
 def test_an_unread_numeral_after_di_or_a_lone_yi_provides_nothing() -> None:
     assert {"3", "1"}.isdisjoint(provided_keys("第三次统一办理"))
+
+
+@pytest.mark.parametrize(
+    ("statement", "support"),
+    [
+        ("同一款香每个账号一个月最多买三支", "每款香水每个账号每月限购三支"),
+        ("会费是一年六十元", "青少年会员年费为每人60元"),
+        ("The organ is tuned two times a year", "The builders tune the organ twice a year"),
+        ("The fee is charged once a year", "The annual fee is 640 pounds"),
+        ("认养人每年可分到两千五百克绿茶", "每年交付绿茶5斤"),
+        ("over 2,000 litres a day", "more than 2 cubic metres in a single day"),
+    ],
+)
+def test_a_period_named_without_a_number_and_the_jin_and_cubic_metre_are_read(
+    statement: str, support: str
+) -> None:
+    assert missing_fact(facts(statement), norm(support), provided_keys(support)) is None
+
+
+def test_a_period_named_without_a_number_provides_no_bare_one() -> None:
+    assert "1" not in provided_keys("每月限购三支")
+
+
+def test_a_period_the_sources_name_does_not_provide_another() -> None:
+    assert missing_fact(facts("一年最多买三支"), norm("每月限购三支"), provided_keys("每月限购三支")) == "1y"
