@@ -1125,7 +1125,7 @@ _PERIOD_EN = {
 
 def _periods(text: str) -> set[str]:
     """The keys of one of each period `text` names without a number (version 12): 每月 and `monthly` provide
-    what `一个月` and `one month` do (but the bare number 1), `twice` what `two times` does."""
+    what `一个月` and `one month` do, without the bare number 1; `twice` what `two times` does."""
     s = text.casefold()
     phrases = [
         "一" + ("个月" if unit == "月" else unit)
@@ -1140,6 +1140,7 @@ def _periods(text: str) -> set[str]:
 
 @lru_cache(maxsize=256)
 def _phrase_keys(phrase: str) -> frozenset[str]:
+    """The keys of the facts of a short phrase (`一个月`, `two times`), but bare numbers."""
     return frozenset(k for f in facts(phrase) for k in f.keys if not k.isdigit())  # not the bare number 1
 
 
