@@ -373,7 +373,7 @@ def test_an_unread_numeral_after_di_or_a_lone_yi_provides_nothing() -> None:
         ("同一款香每个账号一个月最多买三支", "每款香水每个账号每月限购三支"),
         ("会费是一年六十元", "青少年会员年费为每人60元"),
         ("The organ is tuned two times a year", "The builders tune the organ twice a year"),
-        ("The fee is charged once a year", "The annual fee is 640 pounds"),
+        ("The fee covers one year", "The annual fee is 640 pounds"),
         ("认养人每年可分到两千五百克绿茶", "每年交付绿茶5斤"),
         ("over 2,000 litres a day", "more than 2 cubic metres in a single day"),
     ],
