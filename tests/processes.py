@@ -105,16 +105,21 @@ def start_slow(args: list[str], markers: Path, **extra_env: str) -> subprocess.P
     Tests wait for the marker, not by polling the store: a second client creating the
     store while the process migrates it would be a race of the test's own making.
     """
-    markers.mkdir(exist_ok=True)
-    return start([*args, *SLOW], cwd=ROOT, SLOW_MARKER=str(markers), **extra_env)
+    return _slow(args, markers, as_foreground_job(), extra_env)
 
 
 def start_slow_ignoring(
     args: list[str], markers: Path, ignore: tuple[signal.Signals, ...]
 ) -> subprocess.Popen[str]:
     """`start_slow`, started ignoring the signals `ignore`, as `nohup` or a script's `cmd &` starts it."""
+    return _slow(args, markers, as_foreground_job(ignore), {})
+
+
+def _slow(
+    args: list[str], markers: Path, setup: Callable[[], None], extra_env: dict[str, str]
+) -> subprocess.Popen[str]:
     markers.mkdir(exist_ok=True)
-    return _popen([*args, *SLOW], ROOT, env(SLOW_MARKER=str(markers)), as_foreground_job(ignore))
+    return _popen([*args, *SLOW], ROOT, env(SLOW_MARKER=str(markers), **extra_env), setup)
 
 
 def markers_at_least(markers: Path, n: int = 1) -> Callable[[], bool]:

@@ -300,9 +300,8 @@ def _no_negation_words(text: str) -> str:
 def clause_polarity(text: str) -> tuple[int, ...]:
     """For each clause of `text`, in order: 1 when it is negated (it holds an odd number of negations), else
     0."""
-    s = _EN_CONTRAST.sub(
-        " not ", _no_negation_words(text)
-    )  # `by the installer rather than the owner` = `…, not the owner`
+    # `by the installer rather than the owner` = `…, not the owner`
+    s = _EN_CONTRAST.sub(" not ", _no_negation_words(text))
     negated = []
     for clause in _CLAUSE_END.split(s):
         if not clause.strip():

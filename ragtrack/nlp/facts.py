@@ -1113,11 +1113,11 @@ _PERIODIC_EN = re.compile(
     r"(year|month|week|day|hour))\b"
 )
 _PERIOD_EN = {
-    **dict.fromkeys(["annual", "annually", "yearly"], "year"),
-    "monthly": "month",
-    "weekly": "week",
-    "daily": "day",
-    "hourly": "hour",
+    **dict.fromkeys(["annual", "annually", "yearly"], "one year"),
+    "monthly": "one month",
+    "weekly": "one week",
+    "daily": "one day",
+    "hourly": "one hour",
     "twice": "two times",
     "thrice": "three times",
 }
@@ -1132,9 +1132,7 @@ def _periods(text: str) -> set[str]:
         for m in _PERIODIC_CN.finditer(s)
         if (unit := m.group(1) or m.group(2))
     ]
-    for m in _PERIODIC_EN.finditer(s):
-        period = _PERIOD_EN.get(m.group(1) or "", m.group(2) or "")
-        phrases.append(period if period.endswith("times") else f"one {period}")
+    phrases += (_PERIOD_EN[m[1]] if m[1] else f"one {m[2]}" for m in _PERIODIC_EN.finditer(s))
     return {k for p in phrases for k in _phrase_keys(p)}
 
 
