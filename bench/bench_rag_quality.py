@@ -1,7 +1,7 @@
 """Pairwise accuracy of the `rag` and `earag` metrics on the hand-written dev set (bench/rag_pairs/).
 
     python bench/bench_rag_quality.py [--split tune|holdout|blind|heldout|all] [--show-misses]
-        [--param rag.support_threshold=0.8 ...]
+        [--param rag.match_ratio=85 ...]
     python bench/bench_rag_quality.py --write-reliability     # ragtrack/scorers/reliability/{rag,earag}.json
 
 For each metric, each pair has a better and a worse side that a careful reader tells
@@ -317,7 +317,7 @@ def main() -> None:
     ap.add_argument("--split", default="all", choices=[*SPLITS, "all"])
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument(
-        "--param", action="append", default=[], help="scorer.param=JSON value, e.g. rag.support_threshold=0.8"
+        "--param", action="append", default=[], help="scorer.param=JSON value, e.g. rag.match_ratio=85"
     )
     ap.add_argument(
         "--write-reliability", action="store_true", help="write ragtrack/scorers/reliability/*.json"

@@ -39,18 +39,21 @@ from ragtrack.nlp.facts import facts, missing_fact, provided_keys
 from ragtrack.nlp.lexical import coverage, split_statements
 from ragtrack.nlp.questions import asks
 from ragtrack.nlp.text import norm
+from ragtrack.scorers import support_model
+from ragtrack.scorers.support_model import SupportFeatures, SupportModel
 
 __all__ = ["Encoder", "JudgeFailure", "OfflineJudge", "RagJudge", "Verdict", "unmatched"]
 
-# The share of its closeness a supported statement keeps when a clause of it is negated where the source
-# clause it restates is not (`contradiction.reversed_polarity`, version 10).
-REVERSED_POLARITY_FACTOR = 0.5
+# The share of the support model's score a statement keeps when it contradicts its evidence (version 13): a
+# contradiction costs more than a lack of support, yet the rules also fire on faithful paraphrases
+CONTRADICTED_SHARE = 0.5
 
 
 class _Sources(NamedTuple):
     """What `OfflineJudge.support` reads of its sources once for all statements."""
 
     sents: Sequence[str]  # their sentences
+    text: str  # all of them, joined by newlines
     whole: str  # all of them, `norm`ed
     keys: frozenset[str]  # `provided_keys`
     tokens: frozenset[str]  # `support_tokens`
@@ -71,14 +74,12 @@ class Verdict(BaseModel):
     supported: bool
     reason: str = ""
     score: float = -1.0  # -1: not given, 1 when supported else 0
-    closeness: float = -1.0  # how close the best evidence is, 0..1 (-1: not given, as `score`)
     contradicted: bool = False
 
     @model_validator(mode="after")
     def _binary_by_default(self) -> Verdict:
-        for field in ("score", "closeness"):
-            if getattr(self, field) < 0:
-                object.__setattr__(self, field, 1.0 if self.supported else 0.0)
+        if self.score < 0:
+            object.__setattr__(self, "score", 1.0 if self.supported else 0.0)
         return self
 
 
@@ -118,11 +119,11 @@ class RagJudge(Protocol):
 
 class OfflineJudge:
     """SPEC §3 `offline`: a statement is supported when its normalised text is contained in the
-    sources, or when it matches them and every one of its facts occurs in them (an answer may
-    join the facts of several sentences and chunks). It matches when some source sentence has
-    cosine ≥ `support_threshold` with it, or holds a share ≥ `lexical_threshold` of its content
-    tokens, or when the sources together hold a share ≥ `sources_lexical_threshold` of them
-    (an answer's sentence that joins several source sentences).
+    sources; otherwise the support model (`support_model`, version 13) weighs what the judge measures of
+    it against them (`measure`: cosines, lexical shares, its facts, contradiction, grounding) into the
+    probability that it is unsupported, and it is supported when that probability is below the model's
+    threshold and it contradicts nothing, states no fact the sources lack and adds no word to the
+    evidence it copies. Its graded score is 1 − that probability.
 
     Relevance (of an answer or a chunk), averaged over the asks of the question =
     `relevance_cosine_weight` · max(0, the best cosine of one of its sentences with the ask's
@@ -134,16 +135,12 @@ class OfflineJudge:
         self,
         encoder: Encoder,
         *,
-        support_threshold: float,
-        lexical_threshold: float,
-        sources_lexical_threshold: float,
         relevance_cosine_weight: float,
+        model: SupportModel | None = None,
     ) -> None:
         self.encoder = encoder
-        self.support_threshold = support_threshold
-        self.lexical_threshold = lexical_threshold
-        self.sources_lexical_threshold = sources_lexical_threshold
         self.w = relevance_cosine_weight
+        self.model = model or support_model.load()
         self._row: dict[str, int] = {}
         self._vecs = np.zeros((0, 0), dtype=np.float32)
 
@@ -177,12 +174,23 @@ class OfflineJudge:
     # -------------------------------------------------------------- decisions
 
     def support(self, statements: Sequence[str], sources: Sequence[str]) -> list[Verdict]:
+        measured = self.measure(statements, sources)
+        if measured is None:
+            return unmatched(statements)
+        return [self._verdict(st, m) for st, m in zip(statements, measured, strict=True)]
+
+    def measure(
+        self, statements: Sequence[str], sources: Sequence[str]
+    ) -> list[tuple[SupportFeatures, str] | None] | None:
+        """What the support model weighs of each statement against the sources and why it cannot be supported
+        (`_features`), None for one whose normalised text they contain; None when they hold no sentence."""
         sents = [s for src in sources for s in split_statements(src)]
         if not statements or not sents:
-            return unmatched(statements)
+            return None
         joined = "\n".join(sources)
         src = _Sources(
             sents=sents,
+            text=joined,
             whole=norm(joined),
             keys=provided_keys(joined),
             tokens=support_tokens(joined),
@@ -190,57 +198,59 @@ class OfflineJudge:
             clauses=source_clauses(sents),
         )
         cos = self.similarities(statements, sents)
-        return [self._verdict(st, cos[i], src) for i, st in enumerate(statements)]
+        return [
+            None if (n := norm(st)) and n in src.whole else self._features(st, cos[i], src)
+            for i, st in enumerate(statements)
+        ]
 
-    def _verdict(self, st: str, cos: np.ndarray, src: _Sources) -> Verdict:
-        """SPEC §3's graded support of one statement against the sources `src` (its cosines with their
-        sentences `cos`)."""
-        sents, whole, keys, vocab = src.sents, src.whole, src.keys, src.vocab
-        n = norm(st)
-        if n and n in whole:
-            return Verdict(statement=st, supported=True, score=1.0, closeness=1.0)
+    def _verdict(self, st: str, measured: tuple[SupportFeatures, str] | None) -> Verdict:
+        """SPEC §3's graded support of one statement, from what `measure` found of it."""
+        if measured is None:
+            return Verdict(statement=st, supported=True, score=1.0)
+        features, reason = measured
+        unsupported = self.model.unsupported(features)
+        if reason.startswith("contradicts"):
+            score = CONTRADICTED_SHARE * (1 - unsupported)
+            return Verdict(statement=st, supported=False, reason=reason, score=score, contradicted=True)
+        if not reason and unsupported >= self.model.threshold:
+            reason = "no_match"
+        return Verdict(statement=st, supported=not reason, reason=reason, score=1 - unsupported)
+
+    def _features(self, st: str, cos: np.ndarray, src: _Sources) -> tuple[SupportFeatures, str]:
+        """What the support model weighs of statement `st` against the sources `src` (its cosines with their
+        sentences `cos`), and why it is not supported whatever the model says: `contradicts: <what>`,
+        `fact_mismatch: <token>`, `adds: <words>`, or "" when nothing rules it out."""
+        sents, keys, vocab = src.sents, src.keys, src.vocab
         tokens = support_tokens(st)
         lex = [coverage(tokens, support_tokens(s)) for s in sents]
         best = max(range(len(sents)), key=lambda j: (max(float(cos[j]), lex[j]), -j))
         evidence = sents[best]
-        closeness = 0.5 * max(0.0, float(cos[best])) + 0.5 * fuzz.partial_ratio(n, norm(evidence)) / 100
-        matched = (
-            any(
-                float(cos[j]) >= self.support_threshold or lex[j] >= self.lexical_threshold
-                for j in range(len(sents))
-            )
-            or coverage(tokens, src.tokens) >= self.sources_lexical_threshold
-        )
-
-        def unsupported(reason: str) -> Verdict:
-            return Verdict(
-                statement=st, supported=False, reason=reason, score=0.5 * closeness, closeness=closeness
-            )
-
-        if not matched:
-            return unsupported("no_match")
         st_facts = facts(st)
-        why = quantity_conflict(st_facts, facts(evidence), keys)
-        why = f"quantity {why}" if why else conflict(st, evidence)
-        if why:
-            return Verdict(
-                statement=st,
-                supported=False,
-                reason=f"contradicts: {why}",
-                score=0.0,
-                closeness=closeness,
-                contradicted=True,
-            )
-        missing = missing_fact(st_facts, whole, keys)
-        if missing is not None:
-            return unsupported(f"fact_mismatch: {missing}")
+        rival = quantity_conflict(st_facts, facts(evidence), keys)
+        conflicting = None if rival else conflict(st, evidence)
+        missing = missing_fact(st_facts, src.whole, keys)
         added = added_words(st, evidence, vocab)
+        measured = SupportFeatures(
+            cosine=float(cos.max()),
+            lexical=max(lex),
+            sources_lexical=coverage(tokens, src.tokens),
+            fuzz=fuzz.partial_ratio(norm(st), norm(evidence)) / 100,
+            quantity_conflict=float(rival is not None),
+            conflict=float(conflicting is not None),
+            missing_fact=float(missing is not None),
+            added_words=float(len(added)),
+            grounding=grounding(st, vocab),
+            reversed_polarity=float(reversed_polarity(st, src.clauses) is not None),
+            word_coverage=word_coverage(st, src.text),
+            chinese=float(not st.isascii()),
+        )
+        if rival or conflicting:
+            return measured, f"contradicts: {f'quantity {rival}' if rival else conflicting}"
+        if missing is not None:
+            return measured, f"fact_mismatch: {missing}"
         if added:
-            return unsupported(f"adds: {', '.join(sorted(added))}")
-        closeness *= grounding(st, vocab)
-        if reversed_polarity(st, src.clauses):  # a clause negated where the source clause it restates is not
-            closeness *= REVERSED_POLARITY_FACTOR
-        return Verdict(statement=st, supported=True, score=0.5 + 0.5 * closeness, closeness=closeness)
+            return measured, f"adds: {', '.join(sorted(added))}"
+        return measured, ""
 
     def relevance(self, question: str, text: str) -> float:
         """SPEC §3: how well `text` answers each ask of the question (`questions.asks`), on average. An ask

@@ -152,7 +152,7 @@ class NliJudge:
     def _verdict(self, st: str, cos: np.ndarray, sents: Sequence[str], whole: str) -> Verdict:
         n = norm(st)
         if n and n in whole:
-            return Verdict(statement=st, supported=True, score=1.0, closeness=1.0)
+            return Verdict(statement=st, supported=True, score=1.0)
         pairs = [(premise, st) for premise in self._premises(cos, sents)]
         if self.planning:
             self._wanted.update(pairs)
@@ -167,7 +167,6 @@ class NliJudge:
                 supported=False,
                 reason=f"contradicts: nli contradiction {c:.2f}",
                 score=score,
-                closeness=e,
                 contradicted=True,
             )
         if e < 0.5:
@@ -176,6 +175,5 @@ class NliJudge:
                 supported=False,
                 reason=f"no_match: nli entailment {e:.2f}",
                 score=score,
-                closeness=e,
             )
-        return Verdict(statement=st, supported=True, score=score, closeness=e)
+        return Verdict(statement=st, supported=True, score=score)

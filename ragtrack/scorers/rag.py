@@ -38,7 +38,7 @@ from ragtrack.inputs.prompts import Prompt
 from ragtrack.nlp.entities import focus
 from ragtrack.nlp.questions import asks
 from ragtrack.nlp.text import norm
-from ragtrack.scorers import reliability
+from ragtrack.scorers import reliability, support_model
 from ragtrack.scorers.base import (
     Batch,
     CaseColumns,
@@ -123,9 +123,6 @@ class SupportParams(ScorerParams):
     model: str = reaching("model", DEFAULT_MODEL)  # the embedding model: a local folder or a hub name
     batch_size: int = Field(default=64, ge=1)
     embedding_cache: bool = True
-    support_threshold: float = Field(default=0.75, ge=-1, le=1)
-    lexical_threshold: float = Field(default=0.4, ge=0, le=1)
-    sources_lexical_threshold: float = Field(default=0.6, ge=0, le=1)
     relevance_cosine_weight: float = Field(default=0.5, ge=0, le=1)
 
     @field_validator("model", "nli_model")
@@ -359,7 +356,7 @@ class EmbeddingScorer(Scorer):
     @property
     def info(self) -> ComponentInfo:
         """Every parameter; the `llm` block (flat, with the prompts' sha256) and the `nli_*` keys only with
-        their backend."""
+        their backend; with the offline backend, the sha256 of the support model it weighs support by."""
         params: dict[str, Any] = self.p.model_dump(
             exclude={"llm"}
             | (set() if self.p.backend == "nli" else NLI_KEYS)
@@ -367,6 +364,8 @@ class EmbeddingScorer(Scorer):
         )
         if (llm := self.llm_settings) is not None:
             params.update(llm_info(llm, self.prompts))
+        if self.p.backend == "offline":
+            params["support_model_sha256"] = support_model.sha256()
         return ComponentInfo(
             name=self.name, version=self.version, params=params, code_sha256=code_sha256(type(self))
         )
@@ -385,13 +384,7 @@ class EmbeddingScorer(Scorer):
         return self._encoder
 
     def judge(self) -> RagJudge:
-        offline = OfflineJudge(
-            self.encoder(),
-            support_threshold=self.p.support_threshold,
-            lexical_threshold=self.p.lexical_threshold,
-            sources_lexical_threshold=self.p.sources_lexical_threshold,
-            relevance_cosine_weight=self.p.relevance_cosine_weight,
-        )
+        offline = OfflineJudge(self.encoder(), relevance_cosine_weight=self.p.relevance_cosine_weight)
         llm = self.llm_settings
         if llm is not None:
             return LlmJudge(LlmBatch(llm, self.name), self.prompts, offline)
@@ -523,8 +516,8 @@ class RagScorer(EmbeddingScorer):
     # fifty`, whole years of months; a negation of a word the other text says another way contradicts not;
     # a near-copy that replaces one span with other words contradicts; 12: a period the sources name
     # without a number is one of it (每月, 年费, `monthly`, `each year`), `twice` is two times; 斤 and cubic
-    # metres are read
-    version = "12"
+    # metres are read; 13: support weighed by a logistic model fitted on the tuning pairs (support_model)
+    version = "13"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

@@ -186,8 +186,8 @@ def test_a_misspelled_nested_key_gets_the_key_it_likely_meant() -> None:
 
 
 def test_a_nested_key_is_checked_under_the_group_option_chosen() -> None:
-    e = _override_error("scorers=rag", "scorers.rag.suport_threshold=0.8")
-    assert "did you mean 'scorers.rag.support_threshold'?" in e.problem
+    e = _override_error("scorers=rag", "scorers.rag.relevance_cosine_wieght=0.8")
+    assert "did you mean 'scorers.rag.relevance_cosine_weight'?" in e.problem
 
 
 def test_a_nested_key_that_exists_passes() -> None:

@@ -111,11 +111,13 @@ def test_an_index_corpus_folder_is_refused_unless_the_caller_names_one():
 def test_reach_keys_lists_the_settable_keys_of_the_configs_scorers():
     keys = reach_keys({"scorers": {"rag": None}}, "scorers")
     assert {"scorers.rag.model", "scorers.rag.llm.base_url", "scorers.rag.llm.api_key_env"} <= keys
-    assert "scorers.rag.support_threshold" not in keys
+    assert "scorers.rag.relevance_cosine_weight" not in keys
 
 
 def test_overrides_outside_only_are_refused_naming_them():
-    with pytest.raises(InputError, match="scorers.rag.support_threshold"):
+    with pytest.raises(InputError, match="scorers.rag.relevance_cosine_weight"):
         apply_overrides(
-            {"scorers": {"rag": None}}, ["scorers.rag.support_threshold=0.1"], only={"scorers.rag.model"}
+            {"scorers": {"rag": None}},
+            ["scorers.rag.relevance_cosine_weight=0.1"],
+            only={"scorers.rag.model"},
         )

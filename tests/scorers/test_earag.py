@@ -8,13 +8,12 @@ import math
 from typing import Any
 
 import pytest
-from rapidfuzz import fuzz
 
 from ragtrack.core.errors import InputError
 from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
-from ragtrack.nlp.text import norm
-from ragtrack.scorers import Batch, build_scorer
+from ragtrack.scorers import Batch, build_scorer, support_model
 from ragtrack.scorers.earag import level_of
+from ragtrack.scorers.judge import OfflineJudge
 from ragtrack.scorers.rag import EmbeddingScorer
 from tests.fake_encoder import FakeEncoder
 
@@ -48,9 +47,12 @@ def fake() -> FakeEncoder:
 
 def rag_support() -> float:
     """rag's graded support of A's one statement (SPEC §3): it copies CTX and appends an attribution no source
-    has (`adds: board, feder, reserv`), so it is unsupported, half its closeness to CTX, 0.5 · partial_ratio
+    has (`adds: board, feder, reserv`), so it is unsupported, scored 1 − the support model's probability
     (the fake encoder gives the statement an axis of its own: cosine 0)."""
-    return 0.5 * (0.5 * fuzz.partial_ratio(norm(A.rstrip(".")), norm(CTX.rstrip("."))) / 100)
+    judge = OfflineJudge(fake(), relevance_cosine_weight=0.5)
+    (found,) = judge.measure([A.rstrip(".")], [CTX]) or [None]
+    assert found is not None and found[1].startswith("adds")
+    return 1 - support_model.load().unsupported(found[0])
 
 
 def test_every_dimension_by_hand() -> None:
@@ -78,7 +80,7 @@ def test_every_dimension_by_hand() -> None:
     assert (v["entity_coverage"], v["sufficiency"]) == (1.0, 1.0)
     assert (v["faithfulness"], v["relevancy"], v["hallucination"]) == pytest.approx((faith, 0.6, halluc))
     assert v["overall"] == pytest.approx(overall)
-    assert 0.4 <= overall < 0.5 and v["level"] == "较差"
+    assert overall < 0.6 and v["level"] == "较差"  # below 一般 (0.6)
     assert v["issues"] == "unverified_entities,faithfulness_low,relevancy_low,hallucination_high"
     assert json.loads(v["unverified_entities"]) == ["Federal Reserve Board"]
     assert v["diagnosis"].startswith(

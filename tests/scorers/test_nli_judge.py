@@ -33,13 +33,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
 
 
 def _offline() -> OfflineJudge:
-    return OfflineJudge(
-        FakeEncoder(),
-        support_threshold=0.75,
-        lexical_threshold=0.4,
-        sources_lexical_threshold=0.6,
-        relevance_cosine_weight=0.5,
-    )
+    return OfflineJudge(FakeEncoder(), relevance_cosine_weight=0.5)
 
 
 def _judge(folder: Path, **kw) -> NliJudge:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rapidfuzz import fuzz
 
 from ragtrack.core.errors import InputError
 from ragtrack.core.types import AnswerExample, ContextChunk, EvalCase, ExpectedV2, Prediction, RagReference
@@ -17,9 +16,10 @@ from ragtrack.inputs.eval_sets import load_eval_set
 from ragtrack.inputs.predictions import match_prediction_file
 from ragtrack.nlp.contradiction import grounding, word_coverage, words
 from ragtrack.nlp.entities import focus
-from ragtrack.nlp.text import norm
-from ragtrack.scorers import Batch, build_scorer
+from ragtrack.scorers import Batch, build_scorer, support_model
+from ragtrack.scorers.judge import OfflineJudge
 from ragtrack.scorers.rag import EmbeddingScorer, average_precision
+from ragtrack.scorers.support_model import SupportFeatures
 from tests.fake_encoder import FakeEncoder
 
 Case = tuple[EvalCase, Prediction]
@@ -59,24 +59,31 @@ def score(
 FEE = "The fee is 20 dollars. Refunds take 5 days."
 
 
-def closeness(statement: str, evidence: str, cos: float = 0.0) -> float:
-    """SPEC §3: how close a statement is to its best evidence sentence."""
-    return 0.5 * max(0.0, cos) + 0.5 * fuzz.partial_ratio(norm(statement), norm(evidence)) / 100
+def measured(statement: str, sources: tuple[str, ...], encoder: FakeEncoder | None = None) -> SupportFeatures:
+    """What the offline judge measures of `statement` against `sources`."""
+    judge = OfflineJudge(encoder or FakeEncoder(), relevance_cosine_weight=0.5)
+    (found,) = judge.measure([statement], list(sources)) or [None]
+    assert found is not None
+    return found[0]
+
+
+def graded(statement: str, sources: tuple[str, ...], encoder: FakeEncoder | None = None) -> float:
+    """SPEC §3: 1 − the shipped support model's probability that `statement` is not supported."""
+    return 1 - support_model.load().unsupported(measured(statement, sources, encoder))
 
 
 def test_faithfulness_is_the_mean_graded_support_of_the_answer_statements() -> None:
-    # the first statement is contained in the context (1); the second matches nothing (half its closeness)
+    # the first statement is contained in the context (1); the second matches nothing (its graded support)
     rows, _ = score(case("a", answer="The fee is 20 dollars. Pets are welcome here.", contexts=(FEE,)))
-    unmatched = 0.5 * closeness("Pets are welcome here", "The fee is 20 dollars")
-    assert rows["a"]["rag/faithfulness"] == pytest.approx((1.0 + unmatched) / 2)
+    assert rows["a"]["rag/faithfulness"] == pytest.approx((1.0 + graded("Pets are welcome here", (FEE,))) / 2)
     assert json.loads(rows["a"]["rag/unsupported"]) == [
         {"statement": "Pets are welcome here", "reason": "no_match"}
     ]
 
 
-def test_a_changed_number_contradicts_its_evidence_and_scores_0() -> None:
+def test_a_changed_number_contradicts_its_evidence_and_keeps_half_its_graded_support() -> None:
     rows, _ = score(case("a", answer="The fee is 30 dollars.", contexts=(FEE,)))
-    assert rows["a"]["rag/faithfulness"] == 0.0
+    assert rows["a"]["rag/faithfulness"] == pytest.approx(0.5 * graded("The fee is 30 dollars", (FEE,)))
     assert json.loads(rows["a"]["rag/unsupported"]) == [
         {"statement": "The fee is 30 dollars", "reason": "contradicts: quantity 30usd vs 20usd"}
     ]
@@ -104,77 +111,60 @@ def test_a_negated_copy_of_its_evidence_contradicts_it() -> None:
         json.loads(rows["a"]["rag/unsupported"])[0]["reason"]
         == "contradicts: polarity: more negations in the statement"
     )
-    assert rows["a"]["rag/faithfulness"] == 0.0
 
 
-def test_a_supported_statement_scores_by_the_closeness_of_its_evidence() -> None:
-    enc = FakeEncoder({"Cats purr": [1, 0], "Felines rumble softly": [0.8, 0.6]})
-    rows, _ = score(case("a", answer="Cats purr.", contexts=("Felines rumble softly.",)), encoder=enc)
-    assert rows["a"]["rag/faithfulness"] == pytest.approx(
-        0.5 + 0.5 * closeness("Cats purr", "Felines rumble softly", 0.8)
-    )
+def test_a_supported_statement_scores_higher_the_closer_its_evidence() -> None:
+    def faithfulness(cos: float) -> float:
+        enc = FakeEncoder(
+            {
+                "Refunds arrive within 5 days": [1, 0],
+                "Refunds arrive quickly, in 5 days": [cos, math.sqrt(1 - cos**2)],
+            }
+        )
+        rows, _ = score(
+            case(
+                "a", answer="Refunds arrive within 5 days.", contexts=("Refunds arrive quickly, in 5 days.",)
+            ),
+            encoder=enc,
+        )
+        assert json.loads(rows["a"]["rag/unsupported"]) == []
+        return float(rows["a"]["rag/faithfulness"])
+
+    assert 1.0 > faithfulness(0.95) > faithfulness(0.8)
 
 
-def test_a_supported_statement_with_a_clause_the_sources_lack_scores_by_that_clause_s_grounding() -> None:
-    # matched by cosine; its first clause has 1 of 4 words in the context (`contradiction.grounding`)
+def test_the_judge_measures_a_clause_the_sources_lack_as_less_grounded() -> None:
     said = "Refunds for store credit expire, and refunds take 5 days once the parcel is checked"
     source = "Once the warehouse has checked the parcel, refunds take 5 days"
-    enc = FakeEncoder({said: [1, 0], source: [1, 0]})
-    rows, _ = score(case("a", answer=said + ".", contexts=(source + ".",)), encoder=enc)
-    assert rows["a"]["rag/faithfulness"] == pytest.approx(0.5 + 0.5 * 0.25 * closeness(said, source, 1.0))
+    assert measured(said, (source,)).grounding == grounding(said, words(source)) < 1
 
 
-def test_a_supported_statement_negated_where_its_source_clause_is_not_keeps_half_its_closeness() -> None:
+def test_the_judge_measures_a_clause_negated_where_its_source_clause_is_not() -> None:
     said = "A kennel cough vaccine is not required for the stay"
     source = "Dogs must also have received a kennel cough vaccine at least 14 days before the stay"
-    enc = FakeEncoder({said: [1, 0], source: [1, 0]})
-    rows, _ = score(case("a", answer=said + ".", contexts=(source + ".",)), encoder=enc)
-    grounded = grounding(said, words(source))
-    assert rows["a"]["rag/faithfulness"] == pytest.approx(
-        0.5 + 0.5 * 0.5 * grounded * closeness(said, source, 1.0)
+    assert measured(said, (source,)).reversed_polarity == 1.0
+    assert measured("A kennel cough vaccine is required for the stay", (source,)).reversed_polarity == 0.0
+
+
+def test_the_judge_measures_the_share_of_support_tokens_one_sentence_holds() -> None:
+    # {refund, arrive, within, 5 days}: 3 of 4 in the second sentence; no cosine (fake axes)
+    f = measured("Refunds arrive within 5 days", ("Fees are waived. Refunds arrive quickly, in 5 days.",))
+    assert (f.lexical, f.cosine) == (0.75, 0.0)
+
+
+def test_the_judge_measures_the_share_of_support_tokens_all_sources_hold() -> None:
+    # {apollo, moon, armstrong, collin, aldrin}: at most 2 in one sentence, 4 in the sources
+    f = measured(
+        "Apollo Moon Armstrong Collins Aldrin", ("Apollo reached the Moon.", "Armstrong and Collins flew it.")
     )
-
-
-@pytest.mark.parametrize(("cos", "supported"), [(0.8, True), (0.75, True), (0.7, False)])
-def test_a_statement_matches_by_cosine_alone_at_the_support_threshold(cos: float, supported: bool) -> None:
-    enc = FakeEncoder({"Cats purr": [1, 0], "Felines rumble softly": [cos, math.sqrt(1 - cos**2)]})
-    rows, _ = score(case("a", answer="Cats purr.", contexts=("Felines rumble softly.",)), encoder=enc)
-    assert (json.loads(rows["a"]["rag/unsupported"]) == [], rows["a"]["rag/faithfulness"] >= 0.5) == (
-        supported,
-        supported,
-    )
-
-
-def test_a_statement_matches_by_lexical_coverage_of_one_sentence() -> None:
-    # {refund, arrive, within, 5, day}: 4 of 5 in the second sentence (0.8); no cosine (fake axes)
-    ctx = ("Fees are waived. Refunds arrive quickly, in 5 days.",)
-    rows, _ = score(case("a", answer="Refunds arrive within 5 days.", contexts=ctx))
-    assert json.loads(rows["a"]["rag/unsupported"]) == []
-    rows, _ = score(
-        case("a", answer="Refunds arrive within 5 days.", contexts=ctx),
-        lexical_threshold=0.85,
-        sources_lexical_threshold=0.9,
-    )
-    assert json.loads(rows["a"]["rag/unsupported"])[0]["reason"] == "no_match"
-
-
-def test_a_statement_matches_when_all_sources_together_hold_its_tokens() -> None:
-    # {apollo, moon, armstrong, collin, aldrin}: at most 2 in one sentence (0.4 < 0.6), 4 in the sources (0.8)
-    ctx = ("Apollo reached the Moon.", "Armstrong and Collins flew it.")
-    answer = "Apollo Moon Armstrong Collins Aldrin."
-    rows, _ = score(case("a", answer=answer, contexts=ctx), lexical_threshold=0.6)
-    assert json.loads(rows["a"]["rag/unsupported"]) == []
-    rows, _ = score(
-        case("a", answer=answer, contexts=ctx), lexical_threshold=0.6, sources_lexical_threshold=0.9
-    )
-    assert json.loads(rows["a"]["rag/unsupported"])[0]["reason"] == "no_match"
+    assert (f.lexical, f.sources_lexical) == (0.4, 0.8)
 
 
 def test_context_recall_is_the_mean_graded_support_of_the_ground_truth_statements() -> None:
     rows, _ = score(
         case("a", contexts=("The fee is 20 dollars.",), gt="The fee is 20 dollars. Pets are welcome here.")
     )
-    unmatched = 0.5 * closeness("Pets are welcome here", "The fee is 20 dollars")
+    unmatched = graded("Pets are welcome here", ("The fee is 20 dollars.",))
     assert rows["a"]["rag/context_recall"] == pytest.approx((1.0 + unmatched) / 2)
     assert json.loads(rows["a"]["rag/not_recalled"]) == [
         {"statement": "Pets are welcome here", "reason": "no_match"}
@@ -263,19 +253,19 @@ def _f1(precision: float, recall: float) -> float:
 
 def test_answer_correctness_is_the_f1_of_agreement_in_both_directions() -> None:
     # precision: the answer's one statement is in the ground truth (1); recall: the ground truth's first
-    # statement is in the answer (1), its second matches nothing there and counts by its graded score, half
-    # its closeness
+    # statement is in the answer (1), its second matches nothing there and counts by its graded support
     rows, _ = score(case("a", answer="The fee is 20 dollars.", contexts=("x",), gt=FEE))
-    recall = (1.0 + 0.5 * closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
+    recall = (1.0 + graded("Refunds take 5 days", ("The fee is 20 dollars.",))) / 2
     assert rows["a"]["rag/answer_correctness"] == pytest.approx(_f1(1.0, recall))
 
 
 def test_a_supported_statement_counts_1_in_answer_correctness_whatever_its_wording() -> None:
+    said, gt = "Refunds arrive within 5 days.", "Refunds arrive quickly, in 5 days."
     enc = FakeEncoder(
-        {"Felines rumble softly": [1, 0], "Cats purr": [0.8, 0.6]}
-    )  # supported by cosine 0.8 alone
-    rows, _ = score(case("a", answer="Felines rumble softly.", contexts=("x",), gt="Cats purr."), encoder=enc)
-    assert rows["a"]["rag/answer_correctness"] == 1.0
+        {"Refunds arrive within 5 days": [1, 0], "Refunds arrive quickly, in 5 days": [0.9, 0.44]}
+    )
+    rows, _ = score(case("a", answer=said, contexts=(gt,), gt=gt), encoder=enc)
+    assert rows["a"]["rag/faithfulness"] < 1.0 and rows["a"]["rag/answer_correctness"] == 1.0
 
 
 def test_answer_correctness_adds_a_cosine_term_when_weighted() -> None:
@@ -285,7 +275,7 @@ def test_answer_correctness_adds_a_cosine_term_when_weighted() -> None:
         encoder=enc,
         correctness_f1_weight=0.75,
     )
-    recall = (1.0 + 0.5 * closeness("Refunds take 5 days", "The fee is 20 dollars")) / 2
+    recall = (1.0 + graded("Refunds take 5 days", ("The fee is 20 dollars.",))) / 2
     assert rows["a"]["rag/answer_correctness"] == pytest.approx(0.75 * _f1(1.0, recall) + 0.25 * 0.6)
 
 
@@ -399,10 +389,10 @@ def test_a_batch_embeds_every_distinct_text_in_one_call() -> None:
     assert len(call) == len(set(call))
 
 
-def test_a_threshold_out_of_range_is_an_input_error_naming_it() -> None:
+def test_a_weight_out_of_range_is_an_input_error_naming_it() -> None:
     with pytest.raises(InputError) as e:
-        build_scorer("rag", {"lexical_threshold": 1.5})
-    assert e.value.field == "lexical_threshold" and e.value.file == "scorers.rag"
+        build_scorer("rag", {"relevance_cosine_weight": 1.5})
+    assert e.value.field == "relevance_cosine_weight" and e.value.file == "scorers.rag"
 
 
 # ------------------------------------------------------------------ bad input reaches no scorer

@@ -14,7 +14,7 @@ from ragtrack.app.cli import main
 from ragtrack.app.hydra_app import execute
 from ragtrack.clients import embeddings
 from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference, ScoreValue
-from ragtrack.scorers import Batch, build_scorer
+from ragtrack.scorers import Batch, build_scorer, support_model
 from tests.conftest import make_config, write_jsonl
 
 SUPPORT = {
@@ -59,9 +59,8 @@ def _number(value: ScoreValue) -> float:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_supported_statement_outranks_an_unsupported_or_changed_one(lang: str) -> None:
     f = _faithfulness(lang)
-    assert (
-        f["supported"] >= 0.5 and f["changed"] == 0.0 and f["unsupported"] < 0.5
-    )  # graded: supported ones score 0.5..1
+    # graded: a supported statement scores above 1 − the support model's threshold, the others at most that
+    assert f["supported"] > 1 - support_model.load().threshold >= max(f["changed"], f["unsupported"])
 
 
 def _rag_files(tmp_path: Path) -> tuple[Path, Path]:
@@ -117,10 +116,10 @@ def test_score_json_names_rag_and_earag_metrics_counts_and_nulls(
     doc = json.loads(capsys.readouterr().out)
     m = doc["metrics"]
     assert (m["rag/faithfulness_n"], m["rag/answer_correctness_n"]) == (2.0, 1.0)
-    assert (
-        0.25 <= m["rag/faithfulness"] < 0.5
-    )  # the changed English answer 0, the supported Chinese one 0.5..1
-    zh = next(c for c in doc["cases"] if c["id"] == "zh")
+    en, zh = (next(c for c in doc["cases"] if c["id"] == k) for k in ("en", "zh"))
+    # the changed English answer is contradicted, the supported Chinese one is not
+    assert en["rag/faithfulness"] < 0.5 < zh["rag/faithfulness"]
+    assert m["rag/faithfulness"] == pytest.approx((en["rag/faithfulness"] + zh["rag/faithfulness"]) / 2)
     assert zh["rag/context_recall"] is None and zh["rag/not_computed"].startswith(
         "context_recall: no ground_truth_answer"
     )
@@ -165,6 +164,6 @@ def test_a_run_logs_the_embedding_models_identity_and_the_rag_metrics(
         == run.data.params["scorer/earag/embedding_model_sha256"]
         == sha
     )
-    assert run.data.params["scorer/rag/support_threshold"] == "0.75"
+    assert run.data.params["scorer/rag/support_model_sha256"] == support_model.sha256()
     assert run.data.metrics["rag/faithfulness_n"] == 2.0 and "rag/context_precision" in run.data.metrics
     assert not math.isnan(run.data.metrics["earag/overall"])
