@@ -108,6 +108,10 @@ def _found(model: str | None) -> str | None:
     return model
 
 
+# version 12's match thresholds, with the only values a config may still hold them at
+RETIRED = {"support_threshold": 0.75, "lexical_threshold": 0.4, "sources_lexical_threshold": 0.6}
+
+
 class SupportParams(ScorerParams):
     """The backends' settings, shared by `rag` and `earag` (conf/scorers/*.yaml document each)."""
 
@@ -124,6 +128,22 @@ class SupportParams(ScorerParams):
     batch_size: int = Field(default=64, ge=1)
     embedding_cache: bool = True
     relevance_cosine_weight: float = Field(default=0.5, ge=0, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_keys_at_their_last_defaults(cls, data: Any) -> Any:
+        """The thresholds versions ≤ 12 matched by, which the support model replaced (version 13): a config
+        logged by an older run holds them at their defaults and still loads (`ragtrack rescore`); another
+        value asked for a behaviour that is gone, and is an error naming the key."""
+        if not isinstance(data, dict):
+            return data
+        for key, default in RETIRED.items():
+            if key in data and data[key] != default:
+                raise ValueError(
+                    f"{key} was retired in version 13: a fitted support model decides support"
+                    " (docs/SPEC.md §3); remove the key"
+                )
+        return {k: v for k, v in data.items() if k not in RETIRED}
 
     @field_validator("model", "nli_model")
     @classmethod

@@ -500,3 +500,13 @@ def test_context_relevance_reads_each_chunk_against_the_question_s_focus() -> No
     lexical = word_coverage(focus(question), chunk)
     assert lexical > 0
     assert rows["a"]["rag/context_relevance"] == pytest.approx(0.5 * 0.6 + 0.5 * lexical)
+
+
+def test_a_config_logged_before_version_13_loads_with_the_retired_thresholds_at_their_defaults() -> None:
+    old = {"support_threshold": 0.75, "lexical_threshold": 0.4, "sources_lexical_threshold": 0.6}
+    assert "support_threshold" not in embedding_scorer("rag", old).info.params
+
+
+def test_a_retired_threshold_at_another_value_is_an_input_error_naming_it() -> None:
+    with pytest.raises(InputError, match="support_threshold was retired in version 13"):
+        build_scorer("rag", {"support_threshold": 0.8})
