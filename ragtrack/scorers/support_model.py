@@ -73,16 +73,16 @@ class SupportModel(BaseModel):
         z = self.intercept + math.fsum(
             w * getattr(f, name) for w, name in zip(self.weights, FEATURES, strict=True)
         )
-        return 1 / (1 + math.exp(-z))
+        return 1 / (1 + math.exp(min(-z, 700.0)))  # exp overflows past 709
 
 
 @cache
-def load(path: Path = PATH) -> SupportModel:
-    """The support model shipped with the scorers (or the one at `path`)."""
-    return SupportModel.model_validate_json(path.read_text(encoding="utf-8"))
+def load() -> SupportModel:
+    """The support model shipped with the scorers."""
+    return SupportModel.model_validate_json(PATH.read_text(encoding="utf-8"))
 
 
 @cache
-def sha256(path: Path = PATH) -> str:
+def sha256() -> str:
     """sha256 of the support model's file: logged with every scorer that judges with it."""
-    return sha256_bytes(path.read_bytes())
+    return sha256_bytes(PATH.read_bytes())

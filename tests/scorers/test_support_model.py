@@ -4,7 +4,6 @@ decides by it."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -35,6 +34,13 @@ def test_the_probability_is_the_logistic_function_of_the_weighted_features() -> 
     assert m.unsupported(f) == pytest.approx(1 / (1 + math.exp(-(0.5 - 1.6 + 1.5))))
 
 
+@pytest.mark.parametrize("intercept", [-1000.0, 1000.0])
+def test_the_probability_of_an_extreme_sum_is_0_or_1_without_overflow(intercept: float) -> None:
+    assert model(intercept=intercept).unsupported(NEUTRAL) == pytest.approx(
+        0.0 if intercept < 0 else 1.0, abs=1e-300
+    )
+
+
 def test_a_model_must_weigh_exactly_the_judge_s_features() -> None:
     with pytest.raises(ValidationError, match="exactly cosine"):
         SupportModel(
@@ -45,7 +51,7 @@ def test_a_model_must_weigh_exactly_the_judge_s_features() -> None:
 def test_the_shipped_model_loads_and_its_hash_is_its_file_s() -> None:
     shipped = support_model.load()
     assert shipped.features == FEATURES and 0 < shipped.threshold < 1
-    assert support_model.sha256() == sha256_bytes(Path(support_model.PATH).read_bytes())
+    assert support_model.sha256() == sha256_bytes(support_model.PATH.read_bytes())
 
 
 def test_the_shipped_model_never_rewards_a_failed_check_or_punishes_closeness() -> None:
