@@ -198,6 +198,16 @@ def fresh_store(tmp_path: Path, _migrated_store: Path) -> str:
     return clone_store(_migrated_store, tmp_path)
 
 
+# The scopes that take longest (minutes each on one worker), started first so that neither worker is left
+# with a long one at the end while the other idles: longest-first order of the file scopes below
+LONGEST_FIRST = ("tests/bench/test_rag_pairs.py", "tests/server/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of `LONGEST_FIRST` to the front, the rest in their collected order."""
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under pytest-xdist (`-n 2`, pyproject's addopts) a test file runs on one worker, so its module
