@@ -13,6 +13,11 @@ import pytest
 
 from ragtrack.inputs.config import RunConfig
 
+# Two workers share two cores, so torch (here and in every process a test starts, which inherits this) takes
+# one intra-op thread: encoding the pair benchmark's texts with one core busy elsewhere took 41 s of CPU on
+# one thread against 59 s on two (the second spins while it waits for the core). A value set outside wins.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 ANSWER_EXAMPLES: dict[str, dict[str, Any]] = {
     "a1": {
         "question": "退款多久到账？",
@@ -199,8 +204,12 @@ def fresh_store(tmp_path: Path, _migrated_store: Path) -> str:
 
 
 # The scopes that take longest (minutes each on one worker), started first so that neither worker is left
-# with a long one at the end while the other idles: longest-first order of the file scopes below
-LONGEST_FIRST = ("tests/bench/test_rag_pairs.py", "tests/server/")
+# with a long one at the end while the other idles: longest-first order of the scopes below
+LONGEST_FIRST = ("tests/bench/", "tests/server/")
+# Directories whose tests run on one worker: the server tests share one session stack (PostgreSQL, the S3
+# stand-in, two `mlflow server`s), the bench tests one embedding cache (re-fitting the support model
+# measures texts the reliability re-derivation already embedded: 0.7 s after it, 100 s alone)
+SHARED_SCOPES = ("tests/server/", "tests/bench/")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -211,13 +220,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under pytest-xdist (`-n 2`, pyproject's addopts) a test file runs on one worker, so its module
-    fixtures are built once, and every server test on the same one, so their session stack (PostgreSQL,
-    the S3 stand-in, two `mlflow server`s) starts once."""
+    fixtures are built once, and the tests of each of `SHARED_SCOPES` on one worker."""
     from xdist.scheduler import LoadScopeScheduling
 
     class FileScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "tests/server" if path.startswith("tests/server/") else path
+            return next((d for d in SHARED_SCOPES if path.startswith(d)), path)
 
     return FileScheduling(config, log)
