@@ -82,6 +82,7 @@ from ragtrack.nlp.entities import segment
 from ragtrack.nlp.facts import UNIT_CODES, Fact, facts, words_number
 from ragtrack.nlp.lexical import content_tokens
 from ragtrack.nlp.quantities import CN_UNITS, unit_of
+from ragtrack.nlp.text import CJK_RUNS
 from ragtrack.nlp.thesaurus import stem, synonymous, synsets
 
 __all__ = [
@@ -265,7 +266,6 @@ SPAN_FRAME = 0.6  # the share of words a statement keeps around the one span it 
 _OPEN_CLASS = frozenset(
     "nvarj"
 )  # jieba tags of nouns, verbs, adjectives, names and abbreviations (not p, d, c, u …)
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _CN_NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半")
 _WORD_OR_RUN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3400-\u4dbf\u4e00-\u9fff]+")
 _PASSIVE = re.compile(
@@ -337,7 +337,7 @@ def negated_words(text: str) -> tuple[tuple[str, str], ...]:
                 nxt = next(after, None)
                 if nxt is not None:
                     out.append((stem(nxt), clause))
-        for run in _CJK_RUN.findall(clause):
+        for run in CJK_RUNS.findall(clause):
             cut = [w for w, _ in segment(run)]
             for i, w in enumerate(cut):
                 m = _CN_NEGATOR.match(w)
@@ -419,7 +419,7 @@ def _locality_words(folded: str) -> list[tuple[int, int, str]]:
     出院后); inside a word (前往, 后果) they are no operator."""
     out: list[tuple[int, int, str]] = []
     at = 0
-    for run in _CJK_RUN.finditer(folded):
+    for run in CJK_RUNS.finditer(folded):
         at = run.start()
         for word, _ in segment(run.group(0)):
             at = folded.index(word, at)
@@ -538,7 +538,7 @@ def quantifiers(text: str) -> Counter[tuple[str, str]]:
     for w in _EN_WORD.findall(s):
         if w in _EN_ALL or w in _EN_SOME:
             out["all" if w in _EN_ALL else "some", w] += 1
-    for run in _CJK_RUN.findall(s):
+    for run in CJK_RUNS.findall(s):
         for w, _ in segment(run):
             kind = "all" if _CN_ALL.match(w) else "some" if _CN_SOME.match(w) else None
             if kind:
@@ -570,7 +570,7 @@ def connectives(text: str) -> Counter[str]:
         for w, after in zip(found, found[1:], strict=False)
         if w in _EN_CONNECTIVES and after in _EN_AUX
     )
-    for run in _CJK_RUN.findall(s):
+    for run in CJK_RUNS.findall(s):
         cut = segment(run)
         out.update(
             _CN_CONNECTIVES[w]
@@ -762,7 +762,7 @@ def words(text: str) -> frozenset[str]:
     `jieba.posseg` tags them; without numerals, unit words, negations and relation operators (their own
     rules compare them: `quantity_conflict`, `polarity`, `relations`)."""
     latin = [t for t in content_tokens(text) if t.isascii()]
-    chinese = [w for run in _CJK_RUN.findall(text) for w in _chinese_words(run)]
+    chinese = [w for run in CJK_RUNS.findall(text) for w in _chinese_words(run)]
     return frozenset(f for w in (*latin, *chinese) if (f := _form(w)) is not None)
 
 

@@ -17,6 +17,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from ragtrack.nlp.text import CJK_RUNS
+
 __all__ = ["content_tokens", "coverage", "split_statements"]
 
 # SPEC §3: sentence ends 。！？!?；; and `.` followed by whitespace or the end, and newlines.
@@ -26,7 +28,6 @@ _HAS_CONTENT = re.compile(r"[^\W_]")  # a letter, digit or ideograph: a piece of
 _CITATIONS = re.compile(r"citations\s*:\s*\[[^\]]*\]", re.IGNORECASE)
 
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _EN_STOP = frozenset(
     """a an the and or but if then than so of in on at to for from by with without about into onto over
     under is are was were be been being am do does did done have has had having can could may might must
@@ -64,7 +65,7 @@ def content_tokens(text: str) -> frozenset[str]:
     """The content tokens of `text` (see the module doc)."""
     s = unicodedata.normalize("NFKC", text).casefold()
     out = {_stem(w) for w in _WORD.findall(s) if w not in _EN_STOP}
-    for run in _CJK_RUN.findall(s):
+    for run in CJK_RUNS.findall(s):
         for piece in _CJK_FUNCTION.split(_CJK_QUESTION_WORDS.sub(" ", run).replace(" ", "的")):
             if len(piece) == 1:
                 out.add(piece)

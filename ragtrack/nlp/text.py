@@ -12,10 +12,12 @@ import unicodedata
 __all__ = [
     "bigrams",
     "bigrams_normed",
+    "CJK_RUNS",
     "cjk_runs",
     "evidence_keywords",
     "fuzzy_equal",
     "fuzzy_equal_normed",
+    "has_cjk",
     "jaccard",
     "norm",
     "terms",
@@ -24,7 +26,7 @@ __all__ = [
 _CJK_RUN = r"[\u3400-\u4dbf\u4e00-\u9fff]+"  # an unbroken run of CJK ideographs
 # English tokens and unbroken runs of CJK ideographs, in text order (SPEC §1.3).
 _KEYWORD_PIECE = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*|" + _CJK_RUN)
-_CJK_RUNS = re.compile(_CJK_RUN)
+CJK_RUNS = re.compile(_CJK_RUN)
 
 
 def norm(s: str | None) -> str:
@@ -90,7 +92,13 @@ def fuzzy_equal(
 
 def cjk_runs(s: str) -> list[str]:
     """The unbroken runs of CJK ideographs (U+3400–U+4DBF, U+4E00–U+9FFF) of `s`, in order."""
-    return _CJK_RUNS.findall(s)
+    return CJK_RUNS.findall(s)
+
+
+def has_cjk(s: str) -> bool:
+    """Whether `s` holds a CJK ideograph: it is (partly) written in Chinese. `£`, an em dash or an accented
+    letter does not make English Chinese."""
+    return CJK_RUNS.search(s) is not None
 
 
 def terms(text: str | None) -> list[str]:

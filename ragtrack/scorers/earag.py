@@ -232,8 +232,9 @@ class EaragScorer(EmbeddingScorer):
     # 6: synonyms by thesaurus, swapped parties, appended words (rag v6); 7: names found by their words and
     # possessives, Chinese place names, grounded clauses (rag v7); 8: hedged amounts within 10%, `two and a
     # half years` (rag v8); 9, 10, 11: quantities by value, reversed negations, unread forms (rag v9-v11);
-    # 12: a period named without a number, 斤, cubic metres (rag v12); 13: the support model (rag v13)
-    version = "13"
+    # 12: a period named without a number, 斤, cubic metres (rag v12); 13: the support model (rag v13); 14:
+    # its language feature by CJK ideographs, refitted (rag v14)
+    version = "14"
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"

@@ -38,7 +38,7 @@ from ragtrack.nlp.entities import focus
 from ragtrack.nlp.facts import facts, missing_fact, provided_keys
 from ragtrack.nlp.lexical import coverage, split_statements
 from ragtrack.nlp.questions import asks
-from ragtrack.nlp.text import norm
+from ragtrack.nlp.text import has_cjk, norm
 from ragtrack.scorers import support_model
 from ragtrack.scorers.support_model import SupportFeatures, SupportModel
 
@@ -242,7 +242,7 @@ class OfflineJudge:
             grounding=grounding(st, vocab),
             reversed_polarity=float(reversed_polarity(st, src.clauses) is not None),
             word_coverage=word_coverage(st, src.text),
-            chinese=float(not st.isascii()),
+            chinese=float(has_cjk(st)),
         )
         if rival or conflicting:
             return measured, f"contradicts: {f'quantity {rival}' if rival else conflicting}"

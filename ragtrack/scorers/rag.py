@@ -536,8 +536,9 @@ class RagScorer(EmbeddingScorer):
     # fifty`, whole years of months; a negation of a word the other text says another way contradicts not;
     # a near-copy that replaces one span with other words contradicts; 12: a period the sources name
     # without a number is one of it (每月, 年费, `monthly`, `each year`), `twice` is two times; 斤 and cubic
-    # metres are read; 13: support weighed by a logistic model fitted on the tuning pairs (support_model)
-    version = "13"
+    # metres are read; 13: support weighed by a logistic model fitted on the tuning pairs (support_model); 14:
+    # the model's language is Chinese only by a CJK ideograph (not `£` or an em dash), refitted with set 26
+    version = "14"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

@@ -1,5 +1,5 @@
-"""The offline backend's support model (SPEC §3, version 13): how likely a statement is *not* supported by its
-sources, from the measures the offline judge takes of it.
+"""The offline backend's support model (SPEC §3, version 13 on): how likely a statement is *not* supported by
+its sources, from the measures the offline judge takes of it.
 
     model = support_model.load()
     model.unsupported(features)   # -> 0.12: P(unsupported), a logistic function of the features
@@ -44,7 +44,7 @@ class SupportFeatures(BaseModel):
     grounding: float  # the share of words its least grounded clause finds in the sources
     reversed_polarity: float  # 1: a clause of it negated where the source clause it restates is not
     word_coverage: float  # the share of its words the sources have (as such, inside one, or a synonym)
-    chinese: float  # 1: it is written in Chinese (its tokens are character bigrams, not words)
+    chinese: float  # 1: it holds a CJK ideograph, so it is Chinese (its tokens are character bigrams)
 
 
 FEATURES = tuple(SupportFeatures.model_fields)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrack.nlp.text import bigrams, evidence_keywords, fuzzy_equal, jaccard, norm
+from ragtrack.nlp.text import bigrams, evidence_keywords, fuzzy_equal, has_cjk, jaccard, norm
 
 # ---------------------------------------------------------------- norm
 
@@ -365,3 +365,11 @@ def test_keywords_of_empty_and_none() -> None:
 
 def test_keywords_of_punctuation_only_is_empty() -> None:
     assert evidence_keywords("。，！——…… - . ?") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("退款", True), ("GDPR 第5条", True), ("£20 — café", False), ("ｆｕｌｌ-width", False), ("", False)],
+)
+def test_has_cjk_is_true_only_for_text_with_a_cjk_ideograph(text: str, expected: bool) -> None:
+    assert has_cjk(text) is expected

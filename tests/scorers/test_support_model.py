@@ -1,5 +1,5 @@
-"""The offline backend's support model (SPEC §3, version 13): its file, its arithmetic, and how the judge
-decides by it."""
+"""The offline backend's support model (SPEC §3, version 13 on): its file, its arithmetic, and how the
+judge decides by it."""
 
 from __future__ import annotations
 
@@ -96,3 +96,15 @@ def test_a_statement_its_sources_contain_is_supported_without_the_model() -> Non
     judge = OfflineJudge(FakeEncoder(), relevance_cosine_weight=0.5, model=model(intercept=50.0))
     (v,) = judge.support(["The fee is 20 dollars"], ["The fee is 20 dollars. Refunds take 5 days."])
     assert (v.supported, v.score) == (True, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("statement", "chinese"),
+    [("The fee is £20 — payable at the café", 0.0), ("手续费为20英镑", 1.0), ("The 退款 window", 1.0)],
+)
+def test_a_statement_is_measured_as_chinese_only_when_it_holds_a_cjk_ideograph(
+    statement: str, chinese: float
+) -> None:
+    judge = OfflineJudge(FakeEncoder(), relevance_cosine_weight=0.5, model=model())
+    (measured,) = judge.measure([statement], ["Refunds take five days."]) or [None]
+    assert measured is not None and measured[0].chinese == chinese
