@@ -204,24 +204,33 @@ def fresh_store(tmp_path: Path, _migrated_store: Path) -> str:
 
 
 # The scopes that take longest (minutes each on one worker), started first so that neither worker is left
-# with a long one at the end while the other idles: longest-first order of the scopes below
-LONGEST_FIRST = ("tests/bench/", "tests/server/")
+# with a long one at the end while the other idles, in this order: the reliability re-derivation (about 12
+# minutes of CPU), the other bench tests after it on the same worker, the server stack
+LONGEST_FIRST = ("tests/bench/test_rag_pairs.py", "tests/bench/", "tests/server/")
 # Directories whose tests run on one worker: the server tests share one session stack (PostgreSQL, the S3
 # stand-in, two `mlflow server`s), the bench tests one embedding cache (re-fitting the support model
-# measures texts the reliability re-derivation already embedded: 0.7 s after it, 100 s alone)
+# measures texts the reliability re-derivation has embedded)
 SHARED_SCOPES = ("tests/server/", "tests/bench/")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the tests of `LONGEST_FIRST` to the front, the rest in their collected order."""
-    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))
+    """Move the tests of `LONGEST_FIRST` to the front in its order, the rest in their collected order."""
+
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under pytest-xdist (`-n 2`, pyproject's addopts) a test file runs on one worker, so its module
-    fixtures are built once, and the tests of each of `SHARED_SCOPES` on one worker."""
+    fixtures are built once, and the tests of each of `SHARED_SCOPES` on one worker. The scopes start in
+    collected order (`LONGEST_FIRST` first): xdist would otherwise start those with the most tests first,
+    and the reliability re-derivation's late, to run alone at the end on one core."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class FileScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
