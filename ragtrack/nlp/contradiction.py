@@ -82,7 +82,7 @@ from ragtrack.nlp.entities import segment
 from ragtrack.nlp.facts import UNIT_CODES, Fact, facts, words_number
 from ragtrack.nlp.lexical import content_tokens
 from ragtrack.nlp.quantities import CN_UNITS, unit_of
-from ragtrack.nlp.text import CJK_RUNS
+from ragtrack.nlp.text import CJK_RUNS, cjk_runs
 from ragtrack.nlp.thesaurus import stem, synonymous, synsets
 
 __all__ = [
@@ -337,7 +337,7 @@ def negated_words(text: str) -> tuple[tuple[str, str], ...]:
                 nxt = next(after, None)
                 if nxt is not None:
                     out.append((stem(nxt), clause))
-        for run in CJK_RUNS.findall(clause):
+        for run in cjk_runs(clause):
             cut = [w for w, _ in segment(run)]
             for i, w in enumerate(cut):
                 m = _CN_NEGATOR.match(w)
@@ -538,7 +538,7 @@ def quantifiers(text: str) -> Counter[tuple[str, str]]:
     for w in _EN_WORD.findall(s):
         if w in _EN_ALL or w in _EN_SOME:
             out["all" if w in _EN_ALL else "some", w] += 1
-    for run in CJK_RUNS.findall(s):
+    for run in cjk_runs(s):
         for w, _ in segment(run):
             kind = "all" if _CN_ALL.match(w) else "some" if _CN_SOME.match(w) else None
             if kind:
@@ -570,7 +570,7 @@ def connectives(text: str) -> Counter[str]:
         for w, after in zip(found, found[1:], strict=False)
         if w in _EN_CONNECTIVES and after in _EN_AUX
     )
-    for run in CJK_RUNS.findall(s):
+    for run in cjk_runs(s):
         cut = segment(run)
         out.update(
             _CN_CONNECTIVES[w]
@@ -762,7 +762,7 @@ def words(text: str) -> frozenset[str]:
     `jieba.posseg` tags them; without numerals, unit words, negations and relation operators (their own
     rules compare them: `quantity_conflict`, `polarity`, `relations`)."""
     latin = [t for t in content_tokens(text) if t.isascii()]
-    chinese = [w for run in CJK_RUNS.findall(text) for w in _chinese_words(run)]
+    chinese = [w for run in cjk_runs(text) for w in _chinese_words(run)]
     return frozenset(f for w in (*latin, *chinese) if (f := _form(w)) is not None)
 
 

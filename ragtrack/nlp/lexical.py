@@ -17,7 +17,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from ragtrack.nlp.text import CJK_RUNS
+from ragtrack.nlp.text import cjk_runs
 
 __all__ = ["content_tokens", "coverage", "split_statements"]
 
@@ -65,7 +65,7 @@ def content_tokens(text: str) -> frozenset[str]:
     """The content tokens of `text` (see the module doc)."""
     s = unicodedata.normalize("NFKC", text).casefold()
     out = {_stem(w) for w in _WORD.findall(s) if w not in _EN_STOP}
-    for run in CJK_RUNS.findall(s):
+    for run in cjk_runs(s):
         for piece in _CJK_FUNCTION.split(_CJK_QUESTION_WORDS.sub(" ", run).replace(" ", "的")):
             if len(piece) == 1:
                 out.add(piece)
