@@ -29,6 +29,7 @@ test: $(STAMP)  ## format, lint and type checks, then the test suite
 bench: $(STAMP)  ## the benchmarks in bench/ (several minutes: the store stress runs real processes)
 	$(BIN)/python bench/bench_scorers.py
 	$(BIN)/python bench/bench_rag_quality.py
+	$(BIN)/python bench/bench_rag_quality.py --check-reliability
 	$(BIN)/python bench/bench_rag.py
 	$(BIN)/python bench/bench_run.py
 	$(BIN)/python bench/bench_predictions.py

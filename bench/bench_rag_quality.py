@@ -3,6 +3,7 @@
     python bench/bench_rag_quality.py [--split tune|holdout|blind|heldout|all] [--show-misses]
         [--param rag.match_ratio=85 ...]
     python bench/bench_rag_quality.py --write-reliability     # ragtrack/scorers/reliability/{rag,earag}.json
+    python bench/bench_rag_quality.py --check-reliability     # derive them again: exit 1 when they differ
 
 For each metric, each pair has a better and a worse side that a careful reader tells
 apart (bench/rag_pairs/README.md says how the sides are built from each topic). A pair
@@ -11,7 +12,9 @@ counts 1 when the metric prefers the better side (higher, or lower for
 each metric's accuracy overall and per language, for the chosen split. `--write-reliability`
 measures the shipped scorers with their defaults on the held-out split and on all pairs, per
 language, with 95% Wilson intervals, and writes the files the scorers quote in their reports
-(`ragtrack.scorers.reliability`); tests/bench re-derives them.
+(`ragtrack.scorers.reliability`), each naming what it was derived from and the scores of a sample of
+pairs; `--check-reliability` derives them again (ten CPU-minutes or more) and compares. tests/bench checks
+the files' inputs and sample instead.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ from rapidfuzz import fuzz
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragtrack.core.hashing import sha256_bytes  # noqa: E402
+from ragtrack.core.registry import code_sha256  # noqa: E402
 from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference  # noqa: E402
 from ragtrack.nlp.text import norm  # noqa: E402
-from ragtrack.scorers import Batch, build_scorer, get_scorer_class  # noqa: E402
+from ragtrack.scorers import Batch, build_scorer, get_scorer_class, support_model  # noqa: E402
 from ragtrack.scorers.reliability import DIR as RELIABILITY_DIR  # noqa: E402
-from ragtrack.scorers.reliability import Accuracy, Reliability
+from ragtrack.scorers.reliability import Accuracy, Derivation, Reliability  # noqa: E402
 
 PAIRS_DIR = Path(__file__).resolve().parent / "rag_pairs"
 LOWER_IS_BETTER = {"earag/hallucination"}
@@ -218,14 +222,29 @@ def pair_credit(metric: str, better: float, worse: float) -> float:
     return 1.0 if wins else 0.0
 
 
+def pair_scores(
+    pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None
+) -> dict[str, tuple[float, float]]:
+    """Each pair's better and worse side's score of its metric, by pair id."""
+    cols = side_scores(pairs, params)
+    return {
+        p.id: (float(cols[f"{p.id}/better"][p.metric]), float(cols[f"{p.id}/worse"][p.metric])) for p in pairs
+    }
+
+
 def credits(
     pairs: Sequence[Pair], params: dict[str, dict[str, Any]] | None = None
 ) -> tuple[dict[str, float], list[str]]:
     """Each pair's credit by id; and a line for every pair not won."""
-    cols = side_scores(pairs, params)
+    return _credits(pairs, pair_scores(pairs, params))
+
+
+def _credits(
+    pairs: Sequence[Pair], scores: dict[str, tuple[float, float]]
+) -> tuple[dict[str, float], list[str]]:
     out, misses = {}, []
     for p in pairs:
-        b, w = (float(cols[f"{p.id}/{s}"][p.metric]) for s in ("better", "worse"))
+        b, w = scores[p.id]
         out[p.id] = pair_credit(p.metric, b, w)
         if out[p.id] < 1:
             misses.append(f"{p.id} [{p.split}] better={b:.4f} worse={w:.4f}")
@@ -247,6 +266,12 @@ def accuracy(
 HELD_OUT = "heldout"  # the split written before any rule was tuned, and never studied since
 
 
+WITNESS_EVERY = 8  # the witness pairs: those of every 8th tuning topic, in id order
+# how far a witness score may lie from the shipped one: embeddings computed in another batch, or read from the
+# cache, differ in their last bits
+WITNESS_TOLERANCE = 1e-5
+
+
 def pairs_sha256() -> str:
     """sha256 over the pair files' names and bytes, in name order."""
     return sha256_bytes(
@@ -254,11 +279,59 @@ def pairs_sha256() -> str:
     )
 
 
+def derivation(scorer: str) -> Derivation:
+    """The installed inputs `scorer`'s reliability is derived from, with its default parameters."""
+    built = build_scorer(scorer)
+    return Derivation(
+        code_sha256=code_sha256(type(built)),
+        support_model_sha256=support_model.sha256(),
+        model_sha256=built.encoder().identity.sha256,
+        pairs_sha256=pairs_sha256(),
+    )
+
+
+def witness_pairs(scorer: str) -> list[Pair]:
+    """`scorer`'s pairs over every `WITNESS_EVERY`th tuning topic: the sample whose scores a reliability file
+    carries, so a machine can check it scores them alike without scoring every pair."""
+    tune = [p for p in load_pairs("tune") if p.metric.startswith(f"{scorer}/")]
+    chosen = sorted({p.id.split(":")[0] for p in tune})[::WITNESS_EVERY]
+    return [p for p in tune if p.id.split(":")[0] in chosen]
+
+
+def witness_differences(
+    shipped: dict[str, tuple[float | None, float | None]],
+    scored: dict[str, tuple[float | None, float | None]],
+) -> list[str]:
+    """The witness pairs whose scores differ by more than `WITNESS_TOLERANCE` (or in being NaN), by id."""
+    return [
+        pid
+        for pid in sorted(shipped.keys() | scored.keys())
+        if pid not in shipped
+        or pid not in scored
+        or any(
+            (a is None) != (b is None) or (a is not None and b is not None and abs(a - b) > WITNESS_TOLERANCE)
+            for a, b in zip(shipped[pid], scored[pid], strict=True)
+        )
+    ]
+
+
+def witness_scores(scorer: str) -> dict[str, tuple[float | None, float | None]]:
+    """Score `scorer`'s witness pairs as its reliability file carries them."""
+    pairs = witness_pairs(scorer)
+    scores = pair_scores(pairs)
+    return {p.id: (_finite(scores[p.id][0]), _finite(scores[p.id][1])) for p in pairs}
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
 def reliabilities() -> dict[str, Reliability]:
     """The shipped scorers' reliability, with their default parameters (the offline backend), on every
     pair."""
     pairs = load_pairs("all")
-    got, _ = credits(pairs)
+    scores = pair_scores(pairs)
+    got, _ = _credits(pairs, scores)
     by: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     )
@@ -275,7 +348,7 @@ def reliabilities() -> dict[str, Reliability]:
             version=get_scorer_class(scorer).version,
             backend=defaults.backend,
             model=defaults.model,
-            pairs_sha256=pairs_sha256(),
+            derived_from=derivation(scorer),
             method="pairwise accuracy: the share of pairs of bench/rag_pairs/ where the better side scores "
             "better (lower for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: "
             "the pairs written before any rule was tuned and never studied since; `all`: every pair (most "
@@ -287,7 +360,28 @@ def reliabilities() -> dict[str, Reliability]:
                 }
                 for m, sets in sorted(metrics.items())
             },
+            witness={
+                p.id: (_finite(scores[p.id][0]), _finite(scores[p.id][1])) for p in witness_pairs(scorer)
+            },
         )
+    return out
+
+
+def check_reliability() -> list[str]:
+    """What differs between the shipped reliability files and deriving them again: one line per scorer."""
+    shipped = {
+        p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8"))
+        for p in RELIABILITY_DIR.glob("*.json")
+    }
+    derived = reliabilities()
+    out = [f"{name}: not shipped" for name in sorted(derived.keys() - shipped.keys())]
+    out += [f"{name}: not derived" for name in sorted(shipped.keys() - derived.keys())]
+    for name in sorted(shipped.keys() & derived.keys()):
+        a, b = shipped[name], derived[name]
+        if a.model_dump(exclude={"witness"}) != b.model_dump(exclude={"witness"}):
+            out.append(f"{name}: differs")
+        elif moved := witness_differences(a.witness, b.witness):
+            out.append(f"{name}: witness pairs score otherwise: {', '.join(moved)}")
     return out
 
 
@@ -322,7 +416,14 @@ def main() -> None:
     ap.add_argument(
         "--write-reliability", action="store_true", help="write ragtrack/scorers/reliability/*.json"
     )
+    ap.add_argument(
+        "--check-reliability", action="store_true", help="derive the reliability files again and compare"
+    )
     args = ap.parse_args()
+    if args.check_reliability:
+        differ = check_reliability()
+        print("\n".join(differ) or "the shipped reliability files are what deriving them again gives")
+        raise SystemExit(1 if differ else 0)
     if args.write_reliability:
         for path in write_reliability():
             rel = Reliability.model_validate_json(path.read_text(encoding="utf-8"))

@@ -203,13 +203,13 @@ def fresh_store(tmp_path: Path, _migrated_store: Path) -> str:
     return clone_store(_migrated_store, tmp_path)
 
 
-# The scopes that take longest (minutes each on one worker), started first so that neither worker is left
-# with a long one at the end while the other idles, in this order: the reliability re-derivation (about 12
-# minutes of CPU), the other bench tests after it on the same worker, the server stack
-LONGEST_FIRST = ("tests/bench/test_rag_pairs.py", "tests/bench/", "tests/server/")
+# The scopes that take longest (minutes each on one worker), longest first, so that neither worker is left
+# with a long one at the end while the other idles: the server stack (about 5 minutes), the sweeps (4), the
+# bench tests (3), the end-to-end runs (3)
+LONGEST_FIRST = ("tests/server/", "tests/app/test_sweep.py", "tests/bench/", "tests/test_end_to_end.py")
 # Directories whose tests run on one worker: the server tests share one session stack (PostgreSQL, the S3
-# stand-in, two `mlflow server`s), the bench tests one embedding cache (re-fitting the support model
-# measures texts the reliability re-derivation has embedded)
+# stand-in, two `mlflow server`s), the bench tests one embedding cache (the reliability files' witness pairs
+# are tuning pairs, whose texts re-fitting the support model has embedded)
 SHARED_SCOPES = ("tests/server/", "tests/bench/")
 
 
@@ -227,7 +227,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under pytest-xdist (`-n 2`, pyproject's addopts) a test file runs on one worker, so its module
     fixtures are built once, and the tests of each of `SHARED_SCOPES` on one worker. The scopes start in
     collected order (`LONGEST_FIRST` first): xdist would otherwise start those with the most tests first,
-    and the reliability re-derivation's late, to run alone at the end on one core."""
+    and a long one with few tests late, to run alone at the end on one core."""
     from xdist.scheduler import LoadScopeScheduling
 
     config.option.loadscopereorder = False

@@ -9,6 +9,11 @@ counts ½) with a 95% Wilson interval, per language, on the held-out pairs (writ
 any rule was tuned and never looked at since) and on all pairs. The scorer logs the file's
 sha256 (`scorer/<name>/reliability_sha256`) and its report shows the figure beside each
 metric; a backend or version the file was not measured for says so instead of a number.
+
+A file names what it was derived from (`derived_from`: the scorer's code, the support model, the
+embedding model's weights and the pair files, each by sha256) and carries the scores of a sample of
+pairs (`witness`): the test suite checks that the installed inputs are those, and that this machine
+scores the sample alike, instead of re-deriving the file (ten CPU-minutes or more).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtrack.core.hashing import sha256_bytes
 
-__all__ = ["DIR", "Accuracy", "Reliability", "load", "note", "wilson"]
+__all__ = ["DIR", "Accuracy", "Derivation", "Reliability", "load", "note", "wilson"]
 
 DIR = Path(__file__).resolve().parent / "reliability"
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
@@ -49,6 +54,17 @@ class Accuracy(BaseModel):
         return f"{self.accuracy:.2f} [{self.low:.2f}, {self.high:.2f}] on {self.n} pairs"
 
 
+class Derivation(BaseModel):
+    """What a reliability file was derived from, each by sha256: deriving it again from the same gives it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code_sha256: str  # the scorer's code (`registry.code_sha256`: its module and the ones it imports)
+    support_model_sha256: str  # the offline backend's support model (`support_model.sha256`)
+    model_sha256: str  # the embedding model's weights
+    pairs_sha256: str  # the benchmark's pair files, in name order
+
+
 class Reliability(BaseModel):
     """One scorer's measured reliability: per metric, per pair set (`heldout`, `all`), per language
     (`all`, `en`, `zh`)."""
@@ -59,9 +75,11 @@ class Reliability(BaseModel):
     version: str
     backend: str
     model: str  # the embedding model it was measured with
-    pairs_sha256: str  # of the benchmark's pair files, in name order
+    derived_from: Derivation
     method: str
     metrics: dict[str, dict[str, dict[str, Accuracy]]]
+    # pair id -> its better and worse side's score (None: NaN), for a sample of the tuning pairs
+    witness: dict[str, tuple[float | None, float | None]]
 
 
 def wilson(p: float, n: int) -> tuple[float, float]:

@@ -48,13 +48,41 @@ def test_every_metric_prefers_the_better_side_on_a_slice(quality) -> None:
     assert all(a["all"] >= 0.75 for a in acc.values()), misses
 
 
-def test_the_shipped_reliability_files_re_derive_from_the_pairs(quality) -> None:
+def _shipped() -> dict:
     from ragtrack.scorers.reliability import DIR, Reliability
 
-    shipped = {
+    return {
         p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8")) for p in DIR.glob("*.json")
     }
-    assert quality.reliabilities() == shipped
+
+
+def test_the_shipped_reliability_files_were_derived_from_the_installed_code_models_and_pairs(quality) -> None:
+    shipped = _shipped()
+    assert set(shipped) == {"rag", "earag"}
+    for name, rel in shipped.items():
+        assert rel.derived_from == quality.derivation(name), (
+            f"{name}: re-derive with `python bench/bench_rag_quality.py --write-reliability`"
+        )
+
+
+def test_the_witness_pairs_score_on_this_machine_as_the_shipped_files_say(quality) -> None:
+    for name, rel in _shipped().items():
+        assert quality.witness_differences(rel.witness, quality.witness_scores(name)) == []
+
+
+def test_the_witness_pairs_cover_every_metric_of_their_scorer(quality) -> None:
+    for rel in _shipped().values():
+        assert {pid.split(":")[1].split("/")[1] for pid in rel.witness} == set(rel.metrics)
+
+
+def test_a_witness_score_that_moved_more_than_the_tolerance_is_named(quality) -> None:
+    shipped = {"a": (0.5, 0.25), "b": (0.5, None), "c": (1.0, 0.0)}
+    scored = {
+        "a": (0.5 + quality.WITNESS_TOLERANCE / 2, 0.25),
+        "b": (0.5, 0.0),
+        "c": (1.0, 2 * quality.WITNESS_TOLERANCE),
+    }
+    assert quality.witness_differences(shipped, scored) == ["b", "c"]
 
 
 def test_flag_rates_count_the_faithfulness_pairs_with_a_marked_altered_statement(quality) -> None:
