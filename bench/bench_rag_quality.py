@@ -13,7 +13,7 @@ each metric's accuracy overall and per language, for the chosen split. `--write-
 measures the shipped scorers with their defaults on the held-out split and on all pairs, per
 language, with 95% Wilson intervals, and writes the files the scorers quote in their reports
 (`ragtrack.scorers.reliability`), each naming what it was derived from and the scores of a sample of
-pairs; `--check-reliability` derives them again (ten CPU-minutes or more) and compares. tests/bench checks
+pairs; `--check-reliability` derives them again (about 15 CPU-minutes) and compares. tests/bench checks
 the files' inputs and sample instead.
 """
 

@@ -13,7 +13,7 @@ metric; a backend or version the file was not measured for says so instead of a 
 A file names what it was derived from (`derived_from`: the scorer's code, the support model, the
 embedding model's weights and the pair files, each by sha256) and carries the scores of a sample of
 pairs (`witness`): the test suite checks that the installed inputs are those, and that this machine
-scores the sample alike, instead of re-deriving the file (ten CPU-minutes or more).
+scores the sample alike, instead of re-deriving the file (about 15 CPU-minutes).
 """
 
 from __future__ import annotations
