@@ -318,7 +318,13 @@ def witness_differences(
 def witness_scores(scorer: str) -> dict[str, tuple[float | None, float | None]]:
     """Score `scorer`'s witness pairs as its reliability file carries them."""
     pairs = witness_pairs(scorer)
-    scores = pair_scores(pairs)
+    return _witness(pairs, pair_scores(pairs))
+
+
+def _witness(
+    pairs: Sequence[Pair], scores: dict[str, tuple[float, float]]
+) -> dict[str, tuple[float | None, float | None]]:
+    """The scores of `pairs` as a reliability file's witness carries them: NaN as None."""
     return {p.id: (_finite(scores[p.id][0]), _finite(scores[p.id][1])) for p in pairs}
 
 
@@ -360,19 +366,22 @@ def reliabilities() -> dict[str, Reliability]:
                 }
                 for m, sets in sorted(metrics.items())
             },
-            witness={
-                p.id: (_finite(scores[p.id][0]), _finite(scores[p.id][1])) for p in witness_pairs(scorer)
-            },
+            witness=_witness(witness_pairs(scorer), scores),
         )
     return out
 
 
-def check_reliability() -> list[str]:
-    """What differs between the shipped reliability files and deriving them again: one line per scorer."""
-    shipped = {
+def shipped_reliabilities() -> dict[str, Reliability]:
+    """The reliability files shipped with the scorers, by scorer."""
+    return {
         p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8"))
         for p in RELIABILITY_DIR.glob("*.json")
     }
+
+
+def check_reliability() -> list[str]:
+    """What differs between the shipped reliability files and deriving them again: one line per scorer."""
+    shipped = shipped_reliabilities()
     derived = reliabilities()
     out = [f"{name}: not shipped" for name in sorted(derived.keys() - shipped.keys())]
     out += [f"{name}: not derived" for name in sorted(shipped.keys() - derived.keys())]

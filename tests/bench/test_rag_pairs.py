@@ -48,16 +48,8 @@ def test_every_metric_prefers_the_better_side_on_a_slice(quality) -> None:
     assert all(a["all"] >= 0.75 for a in acc.values()), misses
 
 
-def _shipped() -> dict:
-    from ragtrack.scorers.reliability import DIR, Reliability
-
-    return {
-        p.stem: Reliability.model_validate_json(p.read_text(encoding="utf-8")) for p in DIR.glob("*.json")
-    }
-
-
 def test_the_shipped_reliability_files_were_derived_from_the_installed_code_models_and_pairs(quality) -> None:
-    shipped = _shipped()
+    shipped = quality.shipped_reliabilities()
     assert set(shipped) == {"rag", "earag"}
     for name, rel in shipped.items():
         assert rel.derived_from == quality.derivation(name), (
@@ -66,12 +58,12 @@ def test_the_shipped_reliability_files_were_derived_from_the_installed_code_mode
 
 
 def test_the_witness_pairs_score_on_this_machine_as_the_shipped_files_say(quality) -> None:
-    for name, rel in _shipped().items():
+    for name, rel in quality.shipped_reliabilities().items():
         assert quality.witness_differences(rel.witness, quality.witness_scores(name)) == []
 
 
 def test_the_witness_pairs_cover_every_metric_of_their_scorer(quality) -> None:
-    for rel in _shipped().values():
+    for rel in quality.shipped_reliabilities().values():
         assert {pid.split(":")[1].split("/")[1] for pid in rel.witness} == set(rel.metrics)
 
 
