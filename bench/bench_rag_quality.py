@@ -348,13 +348,15 @@ def reliabilities() -> dict[str, Reliability]:
                 by[scorer][metric][subset][lang].append(got[p.id])
     out = {}
     for scorer, metrics in sorted(by.items()):
-        defaults = build_scorer(scorer).p
+        built = build_scorer(scorer)
+        defaults = built.p
         out[scorer] = Reliability(
             scorer=scorer,
             version=get_scorer_class(scorer).version,
             backend=defaults.backend,
             model=defaults.model,
             derived_from=derivation(scorer),
+            params=built.measured_params(),
             method="pairwise accuracy: the share of pairs of bench/rag_pairs/ where the better side scores "
             "better (lower for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: "
             "the pairs written before any rule was tuned and never studied since; `all`: every pair (most "

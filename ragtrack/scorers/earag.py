@@ -238,6 +238,11 @@ class EaragScorer(EmbeddingScorer):
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"
+    # the overall score, its grade and the diagnoses: entity_coverage and hallucination do not read them
+    UNMEASURED = frozenset(
+        {"weights", "thresholds", "levels", "lowest_level", "unverified_ratio", "high_risk_hallucination"}
+        | {"regenerate_below"}
+    )
     p: EaragParams
 
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:

@@ -357,6 +357,8 @@ class EmbeddingScorer(Scorer):
     section = "reference"
     LLM_PROMPTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]]
     LLM_FAILURE: ClassVar[str] = "failure"  # what a question without a usable answer is called in the metrics
+    # params its metrics with a measured reliability do not read (the report's grading, say)
+    UNMEASURED: ClassVar[frozenset[str]] = frozenset()
     p: SupportParams
     _encoder: Encoder | None = None
     _nli: NliModel | None = None
@@ -439,11 +441,22 @@ class EmbeddingScorer(Scorer):
         return self._nli
 
     def trust_note(self, metric: str) -> str:
-        """The report's words on how far `metric` can be trusted (`scorers.reliability`)."""
+        """The report's words on how far `metric` can be trusted (`scorers.reliability`): the shipped figure
+        when the file was measured with this scorer's version, backend, settings and embedding weights."""
         reranked = self.reranker_name is not None and metric in RELEVANCE
+        identity = getattr(self._encoder, "identity", None)  # known once the batch is embedded
         return reliability.note(
-            self.name, self.version, self.p.backend + ("+reranker" if reranked else ""), metric
+            self.name,
+            self.version,
+            self.p.backend + ("+reranker" if reranked else ""),
+            metric,
+            self.measured_params(),
+            identity.sha256 if identity is not None else None,
         )
+
+    def measured_params(self) -> dict[str, Any]:
+        """The settings this scorer's measured reliability depends on (`reliability.measured_params`)."""
+        return reliability.measured_params(self.info.params, self.UNMEASURED)
 
     def scored_info(self) -> ComponentInfo:
         """`info` plus the embedding model's identity (name and weights sha256) once it is known, the nli

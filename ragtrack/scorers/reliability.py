@@ -8,7 +8,9 @@ pairwise accuracy (the share of pairs where the better side scores better; a tie
 counts ½) with a 95% Wilson interval, per language, on the held-out pairs (written before
 any rule was tuned and never looked at since) and on all pairs. The scorer logs the file's
 sha256 (`scorer/<name>/reliability_sha256`) and its report shows the figure beside each
-metric; a backend or version the file was not measured for says so instead of a number.
+metric; a backend or version the file was not measured for says so instead of a number, and so do
+other settings (`params`: a weight, a match ratio, another support model) or other embedding weights,
+naming what differs.
 
 A file names what it was derived from (`derived_from`: the scorer's code, the support model, the
 embedding model's weights and the pair files, each by sha256) and carries the scores of a sample of
@@ -20,17 +22,35 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.core.hashing import sha256_bytes
 
-__all__ = ["DIR", "Accuracy", "Derivation", "Reliability", "load", "note", "wilson"]
+__all__ = [
+    "DIR",
+    "NOT_COMPARED",
+    "Accuracy",
+    "Derivation",
+    "Reliability",
+    "load",
+    "measured_params",
+    "note",
+    "wilson",
+]
 
 DIR = Path(__file__).resolve().parent / "reliability"
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
+# Settings not compared: those that change how a scorer runs, not what it scores; the embedding model's name
+# (its weights are compared: a local copy of the model measured is that model); the reranker, whose metrics
+# the backend already names (`offline+reranker`)
+NOT_COMPARED = frozenset(
+    {"batch_size", "embedding_cache", "nli_batch_size", "reranker_batch_size", "model", "reranker_model"}
+)
 
 
 class Accuracy(BaseModel):
@@ -76,6 +96,7 @@ class Reliability(BaseModel):
     backend: str
     model: str  # the embedding model it was measured with
     derived_from: Derivation
+    params: dict[str, Any]  # the scorer's settings it was measured with (`measured_params`)
     method: str
     metrics: dict[str, dict[str, dict[str, Accuracy]]]
     # pair id -> its better and worse side's score (None: NaN), for a sample of the tuning pairs
@@ -102,14 +123,35 @@ def load(scorer: str) -> tuple[Reliability, str] | None:
     return Reliability.model_validate(json.loads(data)), sha256_bytes(data)
 
 
-def note(scorer: str, version: str, backend: str, metric: str) -> str:
-    """What the report says beside `metric`: its measured accuracy, or why there is none for this scorer."""
+def measured_params(params: Mapping[str, Any], unread: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The settings of a scorer's logged params (`ComponentInfo.params`) its measured accuracy depends on:
+    all but `NOT_COMPARED` and those its measured metrics do not read (`unread`)."""
+    return {k: v for k, v in params.items() if k not in NOT_COMPARED | unread}
+
+
+def note(
+    scorer: str,
+    version: str,
+    backend: str,
+    metric: str,
+    params: Mapping[str, Any] | None = None,
+    model_sha256: str | None = None,
+) -> str:
+    """What the report says beside `metric`: its measured accuracy, or why there is none for this scorer
+    as configured: another version, backend or setting (`params`: the scorer's `measured_params`), or
+    other embedding weights (`model_sha256`, when known)."""
     found = load(scorer)
     if found is None:
         return "reliability not measured"
     rel, _ = found
     if rel.version != version or rel.backend != backend:
         return f"reliability measured for {rel.scorer} v{rel.version} with the {rel.backend} backend only"
+    mine = params or {}
+    differ = sorted(k for k in mine.keys() | rel.params.keys() if mine.get(k) != rel.params.get(k))
+    if model_sha256 is not None and model_sha256 != rel.derived_from.model_sha256:
+        differ.append("embedding weights")
+    if differ:
+        return f"reliability measured with other settings only (set otherwise here: {', '.join(differ)})"
     by_set = rel.metrics.get(metric)
     if by_set is None:
         return "reliability not measured"
