@@ -39,7 +39,7 @@ from ragtrack.core.types import ContextChunk, EvalCase, Prediction, RagReference
 from ragtrack.nlp.text import norm  # noqa: E402
 from ragtrack.scorers import Batch, build_scorer, get_scorer_class, support_model  # noqa: E402
 from ragtrack.scorers.reliability import DIR as RELIABILITY_DIR  # noqa: E402
-from ragtrack.scorers.reliability import Accuracy, Derivation, Reliability  # noqa: E402
+from ragtrack.scorers.reliability import Accuracy, Derivation, Reliability, measured_params  # noqa: E402
 
 PAIRS_DIR = Path(__file__).resolve().parent / "rag_pairs"
 LOWER_IS_BETTER = {"earag/hallucination"}
@@ -356,7 +356,7 @@ def reliabilities() -> dict[str, Reliability]:
             backend=defaults.backend,
             model=defaults.model,
             derived_from=derivation(scorer),
-            params=built.measured_params(),
+            params=measured_params(built.info.params),
             method="pairwise accuracy: the share of pairs of bench/rag_pairs/ where the better side scores "
             "better (lower for hallucination), a tie or a NaN counting 1/2; 95% Wilson interval; `heldout`: "
             "the pairs written before any rule was tuned and never studied since; `all`: every pair (most "

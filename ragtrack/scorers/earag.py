@@ -238,11 +238,17 @@ class EaragScorer(EmbeddingScorer):
     Params = EaragParams
     LLM_PROMPTS = earag_llm.PROMPTS
     LLM_FAILURE = "fallback"
-    # the overall score, its grade and the diagnoses: entity_coverage and hallucination do not read them
-    UNMEASURED = frozenset(
-        {"weights", "thresholds", "levels", "lowest_level", "unverified_ratio", "high_risk_hallucination"}
-        | {"regenerate_below"}
-    )
+    # entity_coverage reads none of these; hallucination the two of its formula; the overall score, its grade
+    # and the diagnoses (weights … regenerate_below) neither, nor relevance_cosine_weight (rag's relevance)
+    READ_BY = {
+        "unmatched_penalty": frozenset({"hallucination"}),
+        "hallucination_entity_weight": frozenset({"hallucination"}),
+        **dict.fromkeys(
+            ["weights", "thresholds", "levels", "lowest_level", "unverified_ratio", "high_risk_hallucination"]
+            + ["regenerate_below", "relevance_cosine_weight"],
+            frozenset[str](),
+        ),
+    }
     p: EaragParams
 
     def texts_of(self, inp: RagInputs, judge: RagJudge) -> set[str]:

@@ -357,8 +357,14 @@ class EmbeddingScorer(Scorer):
     section = "reference"
     LLM_PROMPTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]]
     LLM_FAILURE: ClassVar[str] = "failure"  # what a question without a usable answer is called in the metrics
-    # params its metrics with a measured reliability do not read (the report's grading, say)
-    UNMEASURED: ClassVar[frozenset[str]] = frozenset()
+    # a param read by only some of the metrics with a measured reliability: those metrics (any other param:
+    # all of them), so that a report withholds a metric's figure only for a setting that metric reads
+    READ_BY: ClassVar[dict[str, frozenset[str]]] = {
+        "match_ratio": frozenset({"context_precision"}),
+        "match_scorer": frozenset({"context_precision"}),
+        "correctness_f1_weight": frozenset({"answer_correctness"}),
+        "relevance_cosine_weight": frozenset(RELEVANCE),  # the offline judge's `relevance`
+    }
     p: SupportParams
     _encoder: Encoder | None = None
     _nli: NliModel | None = None
@@ -450,13 +456,10 @@ class EmbeddingScorer(Scorer):
             self.version,
             self.p.backend + ("+reranker" if reranked else ""),
             metric,
-            self.measured_params(),
+            reliability.measured_params(self.info.params),
             identity.sha256 if identity is not None else None,
+            frozenset(k for k, metrics in self.READ_BY.items() if metric not in metrics),
         )
-
-    def measured_params(self) -> dict[str, Any]:
-        """The settings this scorer's measured reliability depends on (`reliability.measured_params`)."""
-        return reliability.measured_params(self.info.params, self.UNMEASURED)
 
     def scored_info(self) -> ComponentInfo:
         """`info` plus the embedding model's identity (name and weights sha256) once it is known, the nli

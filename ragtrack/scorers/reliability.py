@@ -123,10 +123,10 @@ def load(scorer: str) -> tuple[Reliability, str] | None:
     return Reliability.model_validate(json.loads(data)), sha256_bytes(data)
 
 
-def measured_params(params: Mapping[str, Any], unread: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The settings of a scorer's logged params (`ComponentInfo.params`) its measured accuracy depends on:
-    all but `NOT_COMPARED` and those its measured metrics do not read (`unread`)."""
-    return {k: v for k, v in params.items() if k not in NOT_COMPARED | unread}
+def measured_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a scorer's logged params (`ComponentInfo.params`) a measured accuracy may depend on:
+    all but `NOT_COMPARED`."""
+    return {k: v for k, v in params.items() if k not in NOT_COMPARED}
 
 
 def note(
@@ -136,10 +136,11 @@ def note(
     metric: str,
     params: Mapping[str, Any] | None = None,
     model_sha256: str | None = None,
+    unread: frozenset[str] = frozenset(),
 ) -> str:
     """What the report says beside `metric`: its measured accuracy, or why there is none for this scorer
-    as configured: another version, backend or setting (`params`: the scorer's `measured_params`), or
-    other embedding weights (`model_sha256`, when known)."""
+    as configured: another version, backend or setting (`params`: the scorer's `measured_params`, but
+    those `metric` does not read, `unread`), or other embedding weights (`model_sha256`, when known)."""
     found = load(scorer)
     if found is None:
         return "reliability not measured"
@@ -147,7 +148,8 @@ def note(
     if rel.version != version or rel.backend != backend:
         return f"reliability measured for {rel.scorer} v{rel.version} with the {rel.backend} backend only"
     mine = params or {}
-    differ = sorted(k for k in mine.keys() | rel.params.keys() if mine.get(k) != rel.params.get(k))
+    keys = (mine.keys() | rel.params.keys()) - unread
+    differ = sorted(k for k in keys if mine.get(k) != rel.params.get(k))
     if model_sha256 is not None and model_sha256 != rel.derived_from.model_sha256:
         differ.append("embedding weights")
     if differ:
