@@ -91,6 +91,7 @@ __all__ = [
     "added_words",
     "clause_polarity",
     "conflict",
+    "found_words",
     "grounding",
     "passive_voice",
     "polarity",
@@ -742,7 +743,13 @@ def word_coverage(text: str, other: str) -> float:
     """The share of `text`'s `words` that `other` has, as such, inside or around one of its words, or as a
     synonym (as `grounding` finds them); 0 when `text` has none."""
     own = words(text)
-    return 1 - len(_unfound(own, words(other))) / len(own) if own else 0.0
+    return len(found_words(text, other)) / len(own) if own else 0.0
+
+
+def found_words(text: str, other: str) -> frozenset[str]:
+    """The `words` of `text` that `other` has, as `word_coverage` finds them."""
+    own = words(text)
+    return own.difference(_unfound(own, words(other)))
 
 
 def _unfound(own: frozenset[str], sources: frozenset[str]) -> list[str]:

@@ -26,6 +26,7 @@ from ragtrack.nlp.contradiction import (
     SourceClause,
     added_words,
     conflict,
+    found_words,
     grounding,
     quantity_conflict,
     reversed_polarity,
@@ -111,7 +112,10 @@ class RagJudge(Protocol):
         """One verdict per statement: is it supported by the source texts, and how well?"""
 
     def relevance(self, question: str, text: str) -> float:
-        """How well `text` (an answer or a retrieved chunk) addresses `question`, 0..1."""
+        """How well `text` (an answer) addresses `question`, 0..1."""
+
+    def relevances(self, question: str, chunks: Sequence[str]) -> list[float]:
+        """How well each retrieved chunk addresses `question`, 0..1, read among the others."""
 
     def cosine(self, a: str, b: str) -> float:
         """Embedding cosine of two texts."""
@@ -128,7 +132,8 @@ class OfflineJudge:
     Relevance (of an answer or a chunk), averaged over the asks of the question =
     `relevance_cosine_weight` · max(0, the best cosine of one of its sentences with the ask's
     focus) + (1 − that weight) · the share of the focus's words it has
-    (`contradiction.word_coverage`); the focus is the ask without the names and terms of its topic.
+    (`contradiction.word_coverage`); the focus is the ask without the names and terms of its topic. A
+    retrieved chunk's share is read among the other chunks (`relevances`, version 15).
     """
 
     def __init__(
@@ -257,10 +262,41 @@ class OfflineJudge:
         is read by its focus (`entities.focus`: the names a whole topic shares do not make a chunk or an
         answer relevant, what the question asks of them does): the best cosine of one of the text's
         sentences with it, and the share of its words the text has."""
-        sentences = self.statements(text) or [text]
+        (value,) = self.relevances(question, [text])
+        return value
+
+    def relevances(self, question: str, chunks: Sequence[str]) -> list[float]:
+        """`relevance` of each chunk, its words read among the others' (version 15): a word of an ask's
+        focus that every chunk has tells none of them from another, so the lexical half is the mean of the
+        share of the focus's words the chunk has and the share it has of those that tell the chunks apart
+        (`_lexical`)."""
         focuses = [focus(a) for a in asks(question)]
-        best = self.similarities(focuses, sentences).max(axis=1)
-        return math.fsum(
-            self.w * max(0.0, float(b)) + (1 - self.w) * word_coverage(f, text)
-            for f, b in zip(focuses, best, strict=True)
-        ) / len(focuses)
+        lexical = [_lexical(f, chunks) for f in focuses]
+        out = []
+        for k, chunk in enumerate(chunks):
+            best = self.similarities(focuses, self.statements(chunk) or [chunk]).max(axis=1)
+            out.append(
+                math.fsum(
+                    self.w * max(0.0, float(b)) + (1 - self.w) * lex[k]
+                    for b, lex in zip(best, lexical, strict=True)
+                )
+                / len(focuses)
+            )
+        return out
+
+
+def _lexical(focus_text: str, texts: Sequence[str]) -> list[float]:
+    """The lexical half of each text's relevance to one ask's focus: the mean of the share of the focus's
+    words it has (`word_coverage`) and the share it has of the focus's words that not every distinct text
+    has — a word they all have weighs nothing in telling them apart, as its inverse document frequency over
+    them is 0. With one distinct text, or when no word tells them apart, both shares are the first."""
+    own = words(focus_text)
+    if not own:
+        return [0.0] * len(texts)
+    found = [found_words(focus_text, t) for t in texts]
+    distinct = {t: f for t, f in zip(texts, found, strict=True)}
+    telling = own.difference(frozenset.intersection(*distinct.values())) if len(distinct) > 1 else own
+    return [
+        (len(f) / len(own) + (len(f & telling) / len(telling) if telling else len(f) / len(own))) / 2
+        for f in found
+    ]

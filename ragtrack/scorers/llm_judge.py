@@ -153,6 +153,9 @@ class LlmJudge:
         prompt = fill_as_data(self.prompts["relevance"].text, {"question": question, "text": text})
         return self.batch.ask(prompt, read_relevance, 0.0)
 
+    def relevances(self, question: str, chunks: Sequence[str]) -> list[float]:
+        return [self.relevance(question, c) for c in chunks]
+
     def cosine(self, a: str, b: str) -> float:
         if self.batch.planning:  # embedded together after planning
             self._cosine_texts.update((a, b))

@@ -133,6 +133,9 @@ class NliJudge:
     def relevance(self, question: str, text: str) -> float:
         return self.offline.relevance(question, text)
 
+    def relevances(self, question: str, chunks: Sequence[str]) -> list[float]:
+        return self.offline.relevances(question, chunks)
+
     def cosine(self, a: str, b: str) -> float:
         return self.offline.cosine(a, b)
 

@@ -269,10 +269,10 @@ def context_recall(inp: RagInputs, judge: RagJudge) -> Metric:
 
 
 def context_relevance(inp: RagInputs, judge: RagJudge) -> Metric:
-    """The mean relevance (0..1) of the retrieved chunks to the question (`RagJudge.relevance`)."""
+    """The mean relevance (0..1) of the retrieved chunks to the question (`RagJudge.relevances`)."""
     if not inp.contexts:
         return Metric.nan(NO_CONTEXTS)
-    return Metric(value=sum(judge.relevance(inp.question, c) for c in inp.contexts) / len(inp.contexts))
+    return Metric(value=math.fsum(judge.relevances(inp.question, inp.contexts)) / len(inp.contexts))
 
 
 def average_precision(relevant: Sequence[bool]) -> float:
@@ -553,8 +553,9 @@ class RagScorer(EmbeddingScorer):
     # a near-copy that replaces one span with other words contradicts; 12: a period the sources name
     # without a number is one of it (每月, 年费, `monthly`, `each year`), `twice` is two times; 斤 and cubic
     # metres are read; 13: support weighed by a logistic model fitted on the tuning pairs (support_model); 14:
-    # the model's language is Chinese only by a CJK ideograph (not `£` or an em dash), refitted with set 26
-    version = "14"
+    # the model's language is Chinese only by a CJK ideograph (not `£` or an em dash), refitted with set 26;
+    # 15: a chunk's relevance reads the words of the question that tell the retrieved chunks apart
+    version = "15"
     Params = RagParams
     LLM_PROMPTS = LLM_JUDGE_PROMPTS
     p: RagParams

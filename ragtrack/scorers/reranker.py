@@ -123,5 +123,8 @@ class RerankedJudge:
     def relevance(self, question: str, text: str) -> float:
         return self.reranker.score(question, text)
 
+    def relevances(self, question: str, chunks: Sequence[str]) -> list[float]:
+        return [self.reranker.score(question, c) for c in chunks]
+
     def cosine(self, a: str, b: str) -> float:
         return self.inner.cosine(a, b)

@@ -55,7 +55,7 @@ class SupportModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    version: str  # the scorers' version it was fitted for
+    version: str  # the scorers' version whose measures it was fitted on
     features: tuple[str, ...]
     weights: tuple[float, ...]
     intercept: float

@@ -217,6 +217,25 @@ def test_context_relevance_is_the_mean_of_best_sentence_cosine_and_question_word
     assert rows["a"]["rag/context_relevance"] == pytest.approx(0.275)
 
 
+PASS_QUESTION = "What does the pass cost for students?"  # focus words {pass, cost, student}
+PASS_ANSWERS = "The pass costs 20 dollars for students."  # all three
+PASS_HISTORY = "The pass was launched in 1990."  # {pass} only
+
+
+def test_a_focus_word_every_retrieved_chunk_has_counts_half_in_the_lexical_half() -> None:
+    # {pass} is in both chunks: it tells neither apart, so each chunk's lexical half is the mean of its share
+    # of {pass, cost, student} and of {cost, student}: 1 and (1/3 + 0) / 2; every cosine is 0
+    case_ = case("a", question=PASS_QUESTION, contexts=(PASS_ANSWERS, PASS_HISTORY))
+    rows, _ = score(case_, encoder=FakeEncoder())
+    assert rows["a"]["rag/context_relevance"] == pytest.approx((0.5 * 1 + 0.5 * (1 / 3 + 0) / 2) / 2)
+
+
+def test_a_chunk_retrieved_twice_keeps_its_whole_share_of_the_focus_words() -> None:
+    case_ = case("a", question=PASS_QUESTION, contexts=(PASS_HISTORY, PASS_HISTORY))
+    rows, _ = score(case_, encoder=FakeEncoder())
+    assert rows["a"]["rag/context_relevance"] == pytest.approx(0.5 * 1 / 3)
+
+
 def test_answer_relevancy_does_not_count_the_names_the_question_is_about() -> None:
     # the question's focus is `What is the fee?`: an answer on the Harbour Card that names no fee has
     # none of its words (each text has its own axis: cosine 0)
