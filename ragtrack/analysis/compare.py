@@ -22,7 +22,10 @@ but p = 0.125). B *regresses* on a metric by more than a margin when, in the sam
 the whole interval lies beyond that margin in the metric's bad direction (below
 `−margin` for a higher-is-better metric, above `+margin` for a lower-is-better one). Runs
 scored on different eval-set versions are refused unless asked for, and then only their
-shared cases are compared.
+shared cases are compared. A scorer's metrics are compared only when both runs scored them
+alike: a scorer at another version, with another scoring setting or other model weights in
+B (its `scorer/<name>/…` params) is named instead of a difference that would be partly the
+scorer's, unless asked for (`allow_different_scorers`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from ragtrack.analysis.stats import paired_bootstrap
 from ragtrack.core.errors import InputError
 from ragtrack.scorers.base import CaseTerms, get_scorer_class
+from ragtrack.scorers.reliability import NOT_COMPARED
 
 __all__ = [
     "CaseMove",
@@ -45,6 +49,7 @@ __all__ = [
     "LoggedDiff",
     "McNemar",
     "MetricDiff",
+    "NO_TERMS",
     "RunRef",
     "RunSide",
     "compare",
@@ -181,6 +186,9 @@ class Comparison(BaseModel):
         for m in self.metrics:
             if m.metric == name:
                 return m
+        for why in self.not_compared:
+            if why.startswith(f"{name}: "):
+                raise InputError("--fail-on-regression", f"{why}: not compared")
         known = ", ".join(m.metric for m in self.metrics)
         raise InputError(
             "--fail-on-regression", f"no metric {name!r} compared case by case; compared: {known}"
@@ -209,6 +217,7 @@ def compare(
     b: RunSide,
     *,
     allow_different_eval_sets: bool = False,
+    allow_different_scorers: bool = False,
     n_resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
@@ -236,14 +245,21 @@ def compare(
         )
     fa, fb = _aligned(a, shared), _aligned(b, shared)
     terms_a, terms_b, not_compared = _terms(a, b, fa, fb)
+    otherwise = _scored_otherwise(a.params, b.params, [t.metric for t in terms_a])
+    if allow_different_scorers:
+        notes += [f"scored otherwise, compared anyway: {m}: {why}" for m, why in otherwise.items()]
+    elif otherwise:
+        not_compared += [f"{m}: {why}" for m, why in otherwise.items()]
+        kept = [i for i, t in enumerate(terms_a) if t.metric not in otherwise]
+        terms_a, terms_b = [terms_a[i] for i in kept], [terms_b[i] for i in kept]
     diffs = paired_bootstrap(terms_a, terms_b, n_resamples=n_resamples, seed=seed, confidence=confidence)
     metrics = [
         _metric_diff(ta, tb, ci, fa, fb, top, 1 - confidence)
         for ta, tb, ci in zip(terms_a, terms_b, diffs, strict=True)
     ]
-    covered = {t.metric for t in terms_a}
+    covered = {t.metric for t in terms_a} | otherwise.keys()
     not_compared += sorted(
-        f"{k}: no per-case terms (a count or run-level value)"
+        f"{k}: {NO_TERMS}"
         for k in set(a.metrics) & set(b.metrics)
         if k.split("/")[0] in set(a.scorers) & set(b.scorers) and k not in covered
     )
@@ -266,6 +282,34 @@ def compare(
         stamps=_differing(a.params, b.params),
         notes=notes,
     )
+
+
+NO_TERMS = "no per-case terms (a count or run-level value)"  # why a logged metric is not compared by cases
+# a scorer's logged params that say how it ran or name a model, not what it scores (model weights are compared
+# by their sha256, code by the version it promises the same scores under)
+_NOT_SCORING = NOT_COMPARED | {"code_sha256", "reliability_sha256", "embedding_model", "nli_model"}
+
+
+def _scored_otherwise(a: dict[str, str], b: dict[str, str], metrics: Sequence[str]) -> dict[str, str]:
+    """Why each of `metrics` (`<scorer>/<metric>`) was scored otherwise in runs A and B, by their
+    `scorer/<name>/…` params: another version of its scorer, or another setting or model weights; a param
+    only one run logged is not held against them."""
+    out: dict[str, str] = {}
+    for metric in metrics:
+        name = metric.partition("/")[0]
+        prefix = f"scorer/{name}/"
+        pa = {k.removeprefix(prefix): v for k, v in a.items() if k.startswith(prefix)}
+        pb = {k.removeprefix(prefix): v for k, v in b.items() if k.startswith(prefix)}
+        if "version" in pa and "version" in pb and pa["version"] != pb["version"]:
+            out[metric] = (
+                f"scored by {name} v{pa['version']} in A and v{pb['version']} in B "
+                "(`ragtrack rescore` scores a run's answers again with the installed version)"
+            )
+            continue
+        differ = sorted(k for k in pa.keys() & pb.keys() - _NOT_SCORING if pa[k] != pb[k])
+        if differ:
+            out[metric] = f"{name} scored it with other settings in A and B: {', '.join(differ)}"
+    return out
 
 
 def _ids(side: RunSide) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragtrack.analysis.compare import Comparison, LoggedDiff, MetricDiff
+from ragtrack.analysis.compare import NO_TERMS, Comparison, LoggedDiff, MetricDiff
 from ragtrack.analysis.summary import DEFAULT_HEADLINE
 
 if TYPE_CHECKING:
@@ -199,7 +199,19 @@ def render_terminal(c: Comparison, console: Console, top: int = 5) -> None:
         table.add_row(
             f"{m.metric} {arrow}", _f(m.mean_a), _f(m.mean_b), _f(m.diff, True), _ci(m), mcnemar, verdict
         )
-    console.print(table)
+    if c.metrics:
+        console.print(table)
+    else:
+        console.print("no metric compared case by case", highlight=False)
+    by_reason: dict[str, list[str]] = {}  # counts without terms show below when they differ
+    for n in c.not_compared:
+        if not n.endswith(NO_TERMS):
+            metric, _, why = n.partition(": ")
+            by_reason.setdefault(why, []).append(metric)
+    if by_reason:
+        console.print("[yellow]not compared:[/]", highlight=False)
+    for why, metrics in by_reason.items():
+        console.print(f"  {', '.join(metrics)}: {why}", highlight=False)
     for title, rows in (("run-level metrics that differ", c.run_level), ("params that differ", c.stamps)):
         if rows:
             console.print(f"{title}:", highlight=False)

@@ -102,6 +102,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="compare runs of different eval sets on their shared cases",
     )
     c.add_argument(
+        "--allow-different-scorers",
+        action="store_true",
+        help="compare a scorer's metrics although the runs were scored with another version, setting or "
+        "model of it (the difference then includes the scorer's)",
+    )
+    c.add_argument(
         "--json", action="store_true", help="print the comparison as JSON (a list with --experiment)"
     )
     c.add_argument("--out", metavar="DIR", help="write compare_<A>_vs_<B>.md, .json and .png into DIR")
@@ -306,6 +312,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     sides[a],
                     sides[b],
                     allow_different_eval_sets=args.allow_different_eval_sets,
+                    allow_different_scorers=args.allow_different_scorers,
                     n_resamples=args.resamples,
                     seed=args.seed,
                     top=args.top,
@@ -466,5 +473,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         f"  {len(result.metrics) - len(changed)} metric(s) unchanged"
         + (f"; no longer scored: {', '.join(gone)}" if gone else "")
     )
-    print(f"what the scoring change did, case by case: ragtrack compare {run.run_id} {new_id}")
+    print(
+        "what the scoring change did, case by case: "
+        f"ragtrack compare {run.run_id} {new_id} --allow-different-scorers"
+    )
     return 0

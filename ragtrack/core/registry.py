@@ -159,6 +159,12 @@ class Params(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @classmethod
+    def idle(cls, raw: Mapping[str, Any]) -> frozenset[str]:
+        """The fields a component configured with `raw` never reads (a block of another backend): what they
+        would reach outside the process is never reached, so `run.trust` leaves them unsettled."""
+        return frozenset()
+
 
 class Component(ABC):
     """Base of scorers and generators: validated parameters and a loggable identity."""

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ragtrack.core.errors import InputError
-from ragtrack.core.registry import Reach
+from ragtrack.core.registry import Params, Reach
 
 __all__ = [
     "SCORING_KEYS",
@@ -168,8 +168,18 @@ def _section(
 
 
 def settings(config: Mapping[str, Any], section: str) -> list[Setting]:
-    """Every setting of `section` that reaches outside the process, as the config has it."""
-    return [s for cls, raw, prefix in _section(config, section) for s in _walk(cls, raw, prefix)]
+    """Every setting of `section` that reaches outside the process, as the config has it, but those of fields
+    the component so configured never reads (`Params.idle`: the llm block of an offline scorer)."""
+    return [
+        s
+        for cls, raw, prefix in _section(config, section)
+        for s in _walk(cls, raw, prefix)
+        if s.key.removeprefix(f"{prefix}.").partition(".")[0] not in _idle(cls, raw)
+    ]
+
+
+def _idle(cls: type[BaseModel], raw: Mapping[str, Any]) -> frozenset[str]:
+    return cls.idle(raw) if issubclass(cls, Params) else frozenset()
 
 
 def reach_keys(config: Mapping[str, Any], section: str) -> set[str]:
@@ -205,6 +215,9 @@ def settle(config: Mapping[str, Any], section: str, caller: Caller, *, where: st
     `caller.overrides` must already be applied to `config`; `where` names the config in errors.
     """
     out = copy.deepcopy(dict(config))
+    for cls, raw, _ in list(_section(out, section)):
+        for name in _idle(cls, raw) & raw.keys():
+            del raw[name]  # type: ignore[attr-defined]  # never read: not carried into the run either
     notes, refused = [], []
     for s in settings(out, section):
         if caller.given(s.key):

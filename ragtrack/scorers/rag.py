@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -149,6 +149,14 @@ class SupportParams(ScorerParams):
     @classmethod
     def _model_exists(cls, v: str | None) -> str | None:
         return _found(v)
+
+    @classmethod
+    def idle(cls, raw: Mapping[str, Any]) -> frozenset[str]:
+        """The llm block unless the llm backend judges, `nli_model` unless the nli backend does."""
+        backend = raw.get("backend", cls.model_fields["backend"].default)
+        return frozenset(
+            field for field, used_by in (("llm", "llm"), ("nli_model", "nli")) if backend != used_by
+        )
 
     @model_validator(mode="after")
     def _backend_has_its_settings(self) -> SupportParams:

@@ -219,6 +219,38 @@ def test_unknown_metric_for_the_gate_is_bad_input(store, capsys):
     assert code == 2 and "no metric 'eval_json_v2/nope' compared case by case" in err
 
 
+@pytest.fixture(scope="module")
+def reweighted(demo_store):
+    """A run of run A's answers scored with another `jaccard_threshold` of eval_json_v2."""
+    scorers = {"eval_json_v2": {"jaccard_threshold": 0.6}, "refusal_citation": {}}
+    cfg = demo_config(
+        demo_store.tmp, scorers=scorers, tracking={"uri": demo_store.uri, "experiment": "other"}
+    )
+    return log_demo_run(cfg)
+
+
+def test_a_run_scored_with_other_settings_compares_only_the_scorers_that_scored_alike(
+    store, reweighted, capsys
+):
+    _, uri, ids = store
+    _, doc, _ = _json(capsys, uri, ids["a"], reweighted)
+    assert {m["metric"].split("/")[0] for m in doc["metrics"]} == {"refusal_citation"}
+    why = "eval_json_v2 scored it with other settings in A and B: jaccard_threshold"
+    assert f"eval_json_v2/eval_score_avg: {why}" in doc["not_compared"]
+
+
+def test_the_terminal_names_the_metrics_scored_otherwise(store, reweighted, capsys):
+    _, uri, ids = store
+    _, out, _ = _compare(capsys, uri, ids["a"], reweighted)
+    assert "not compared:" in out and "other settings in A and B: jaccard_threshold" in out
+
+
+def test_allow_different_scorers_compares_them_too(store, reweighted, capsys):
+    _, uri, ids = store
+    _, doc, _ = _json(capsys, uri, ids["a"], reweighted, "--allow-different-scorers")
+    assert "eval_json_v2/eval_score_avg" in {m["metric"] for m in doc["metrics"]}
+
+
 # ------------------------------------------------------------------ the statistics
 
 
@@ -293,3 +325,49 @@ def test_no_shared_case_is_bad_input():
     b = b.model_copy(update={"cases": b.cases.assign(id=["other"])})
     with pytest.raises(InputError, match="share no case id"):
         compare(a, b)
+
+
+# ------------------------------------------------------------------ runs scored otherwise
+
+
+def _scored(side: RunSide, **params: str) -> RunSide:
+    """`side` with `scorer/eval_json_v2/<key>` params logged."""
+    return side.model_copy(update={"params": {f"scorer/eval_json_v2/{k}": v for k, v in params.items()}})
+
+
+def test_a_scorer_at_another_version_in_b_is_not_compared_and_says_why():
+    a = _scored(_side("a", [50.0] * 10), version="3")
+    b = _scored(_side("b", [40.0] * 10), version="4")
+    c = compare(a, b)
+    assert c.metrics == []
+    assert "eval_json_v2/eval_score_avg: scored by eval_json_v2 v3 in A and v4 in B" in "\n".join(
+        c.not_compared
+    )
+
+
+def test_a_scoring_setting_that_differs_withholds_the_scorer_s_metrics():
+    a = _scored(_side("a", [50.0] * 10), version="3", weights='{"main_topic":0.1}')
+    b = _scored(_side("b", [40.0] * 10), version="3", weights='{"main_topic":0.2}')
+    assert compare(a, b).metrics == []
+    assert any(n.endswith("other settings in A and B: weights") for n in compare(a, b).not_compared)
+
+
+def test_settings_of_how_a_scorer_ran_or_logged_by_one_run_only_do_not_withhold_it():
+    a = _scored(_side("a", [50.0] * 10), version="3", batch_size="8", code_sha256="x")
+    b = _scored(_side("b", [40.0] * 10), version="3", batch_size="64", code_sha256="y", weights="{}")
+    assert compare(a, b).metrics[0].diff == -10.0
+
+
+def test_allowed_different_scorers_are_compared_with_a_note():
+    a = _scored(_side("a", [50.0] * 10), version="3")
+    b = _scored(_side("b", [40.0] * 10), version="4")
+    c = compare(a, b, allow_different_scorers=True)
+    assert c.metrics[0].diff == -10.0
+    assert c.notes[0].startswith("scored otherwise, compared anyway: eval_json_v2/eval_score_avg: scored by")
+
+
+def test_a_regression_gate_on_a_metric_scored_otherwise_names_why():
+    a = _scored(_side("a", [50.0] * 10), version="3")
+    b = _scored(_side("b", [40.0] * 10), version="4")
+    with pytest.raises(InputError, match="v3 in A and v4 in B"):
+        compare(a, b).metric("eval_json_v2/eval_score_avg")

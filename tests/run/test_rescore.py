@@ -48,9 +48,9 @@ def test_a_scorer_override_changes_only_what_it_scores_and_compare_shows_it(demo
     )
     assert new.data.metrics["refusal_citation/precision"] == source.data.metrics["refusal_citation/precision"]
     capsys.readouterr()
+    ids = [source.info.run_id, new.info.run_id]
     assert (
-        main(["compare", source.info.run_id, new.info.run_id, "--json", "--tracking-uri", demo_store.uri])
-        == 0
+        main(["compare", *ids, "--allow-different-scorers", "--json", "--tracking-uri", demo_store.uri]) == 0
     )
     doc = json.loads(capsys.readouterr().out)
     verdicts = {m["metric"]: m["verdict"] for m in doc["metrics"]}

@@ -121,3 +121,18 @@ def test_overrides_outside_only_are_refused_naming_them():
             ["scorers.rag.relevance_cosine_weight=0.1"],
             only={"scorers.rag.model"},
         )
+
+
+def _rag(**params):
+    llm = {"base_url": EVIL, "model": "m", "api_key_env": "AWS_SECRET_ACCESS_KEY"}
+    return {"scorers": {"rag": {"llm": llm, **params}}}
+
+
+def test_the_llm_block_of_an_offline_scorer_is_not_settled_and_not_carried():
+    out = settle(_rag(), "scorers", Caller(), where="c")
+    assert "llm" not in out.config["scorers"]["rag"] and out.notes == []
+
+
+def test_the_llm_block_of_an_llm_backend_is_refused_as_before():
+    keys, _ = _refused(_rag(backend="llm"))
+    assert keys == {"scorers.rag.llm.base_url"}
