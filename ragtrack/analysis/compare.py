@@ -285,9 +285,32 @@ def compare(
 
 
 NO_TERMS = "no per-case terms (a count or run-level value)"  # why a logged metric is not compared by cases
-# a scorer's logged params that say how it ran or name a model, not what it scores (model weights are compared
-# by their sha256, code by the version it promises the same scores under)
-_NOT_SCORING = NOT_COMPARED | {"code_sha256", "reliability_sha256", "embedding_model", "nli_model"}
+# a scorer's logged params (or an LLM block's, `llm.<key>`) that say how it ran or where from, not what it
+# scores: code is compared by the version that promises the same scores, prompts by their sha256, an LLM judge
+# by its model and decoding settings
+_NOT_SCORING = NOT_COMPARED - {"model", "reranker_model"} | {
+    "code_sha256",
+    "reliability_sha256",
+    "base_url",
+    "api_key_env",
+    "concurrency",
+    "timeout_s",
+    "deadline_s",
+    "max_retries",
+    "backoff_s",
+    "cache_dir",
+    "prompt_dir",
+    "prompt_path",
+    "max_failure_rate",
+    "max_parse_failure_rate",
+}
+# a model's name, not compared when both runs logged its weights' sha256 (a local copy of a hub model is it)
+_NAMED_BY = {
+    "model": "embedding_model_sha256",
+    "embedding_model": "embedding_model_sha256",
+    "nli_model": "nli_model_sha256",
+    "reranker_model": "reranker_model_sha256",
+}
 
 
 def _scored_otherwise(a: dict[str, str], b: dict[str, str], metrics: Sequence[str]) -> dict[str, str]:
@@ -306,7 +329,12 @@ def _scored_otherwise(a: dict[str, str], b: dict[str, str], metrics: Sequence[st
                 "(`ragtrack rescore` scores a run's answers again with the installed version)"
             )
             continue
-        differ = sorted(k for k in pa.keys() & pb.keys() - _NOT_SCORING if pa[k] != pb[k])
+        weighed = {k for k, sha in _NAMED_BY.items() if sha in pa and sha in pb}
+        differ = sorted(
+            k
+            for k in pa.keys() & pb.keys() - weighed
+            if k.rpartition(".")[2] not in _NOT_SCORING and pa[k] != pb[k]
+        )
         if differ:
             out[metric] = f"{name} scored it with other settings in A and B: {', '.join(differ)}"
     return out

@@ -371,3 +371,17 @@ def test_a_regression_gate_on_a_metric_scored_otherwise_names_why():
     b = _scored(_side("b", [40.0] * 10), version="4")
     with pytest.raises(InputError, match="v3 in A and v4 in B"):
         compare(a, b).metric("eval_json_v2/eval_score_avg")
+
+
+def test_another_judge_model_withholds_but_another_server_for_it_does_not():
+    a = _scored(_side("a", [50.0] * 10), **{"llm.model": "m1", "llm.base_url": "http://one/v1"})
+    b = _scored(_side("b", [40.0] * 10), **{"llm.model": "m1", "llm.base_url": "http://two/v1"})
+    assert compare(a, b).metrics[0].diff == -10.0
+    c = _scored(_side("c", [40.0] * 10), **{"llm.model": "m2", "llm.base_url": "http://one/v1"})
+    assert compare(a, c).metrics == []
+
+
+def test_an_embedding_model_named_otherwise_with_the_same_weights_does_not_withhold():
+    a = _scored(_side("a", [50.0] * 10), model="all-MiniLM-L6-v2", embedding_model_sha256="s")
+    b = _scored(_side("b", [40.0] * 10), model="/models/minilm", embedding_model_sha256="s")
+    assert compare(a, b).metrics[0].diff == -10.0
