@@ -314,30 +314,31 @@ _NAMED_BY = {
 
 
 def _scored_otherwise(a: dict[str, str], b: dict[str, str], metrics: Sequence[str]) -> dict[str, str]:
-    """Why each of `metrics` (`<scorer>/<metric>`) was scored otherwise in runs A and B, by their
-    `scorer/<name>/…` params: another version of its scorer, or another setting or model weights; a param
-    only one run logged is not held against them."""
-    out: dict[str, str] = {}
-    for metric in metrics:
-        name = metric.partition("/")[0]
-        prefix = f"scorer/{name}/"
-        pa = {k.removeprefix(prefix): v for k, v in a.items() if k.startswith(prefix)}
-        pb = {k.removeprefix(prefix): v for k, v in b.items() if k.startswith(prefix)}
-        if "version" in pa and "version" in pb and pa["version"] != pb["version"]:
-            out[metric] = (
-                f"scored by {name} v{pa['version']} in A and v{pb['version']} in B "
-                "(`ragtrack rescore` scores a run's answers again with the installed version)"
-            )
-            continue
-        weighed = {k for k, sha in _NAMED_BY.items() if sha in pa and sha in pb}
-        differ = sorted(
-            k
-            for k in pa.keys() & pb.keys() - weighed
-            if k.rpartition(".")[2] not in _NOT_SCORING and pa[k] != pb[k]
+    """Why each of `metrics` (`<scorer>/<metric>`) was scored otherwise in runs A and B: its scorer's
+    (`_scorer_differs`)."""
+    why = {name: _scorer_differs(a, b, name) for name in {m.partition("/")[0] for m in metrics}}
+    return {m: reason for m in metrics if (reason := why[m.partition("/")[0]])}
+
+
+def _scorer_differs(a: dict[str, str], b: dict[str, str], name: str) -> str:
+    """How scorer `name` scored otherwise in runs A and B, by their `scorer/<name>/…` params: another version,
+    or another setting or model weights; a param only one run logged is not held against them. "" when
+    alike."""
+    prefix = f"scorer/{name}/"
+    pa = {k.removeprefix(prefix): v for k, v in a.items() if k.startswith(prefix)}
+    pb = {k.removeprefix(prefix): v for k, v in b.items() if k.startswith(prefix)}
+    if "version" in pa and "version" in pb and pa["version"] != pb["version"]:
+        return (
+            f"scored by {name} v{pa['version']} in A and v{pb['version']} in B "
+            "(`ragtrack rescore` scores a run's answers again with the installed version)"
         )
-        if differ:
-            out[metric] = f"{name} scored it with other settings in A and B: {', '.join(differ)}"
-    return out
+    weighed = {k for k, sha in _NAMED_BY.items() if sha in pa and sha in pb}
+    differ = sorted(
+        k
+        for k in pa.keys() & pb.keys() - weighed
+        if k.rpartition(".")[2] not in _NOT_SCORING and pa[k] != pb[k]
+    )
+    return f"{name} scored it with other settings in A and B: {', '.join(differ)}" if differ else ""
 
 
 def _ids(side: RunSide) -> list[str]:

@@ -294,8 +294,7 @@ def _lexical(focus_text: str, texts: Sequence[str]) -> list[float]:
     if not own:
         return [0.0] * len(texts)
     found = [found_words(focus_text, t) for t in texts]
-    distinct = {t: f for t, f in zip(texts, found, strict=True)}
-    telling = own.difference(frozenset.intersection(*distinct.values())) if len(distinct) > 1 else own
+    telling = own.difference(frozenset.intersection(*found)) if len(set(texts)) > 1 else own
     return [
         (len(f) / len(own) + (len(f & telling) / len(telling) if telling else len(f) / len(own))) / 2
         for f in found
